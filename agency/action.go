@@ -1,0 +1,210 @@
+package agency
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"reflect"
+)
+
+// ActionOption sets a piece of an action's metadata in [Handle]. Each option
+// may be given once per action, but for Example, which may repeat.
+type ActionOption func(*actionConfig) error
+
+type actionConfig struct {
+	description *string
+	returns     *string
+	policy      policy
+	policySet   bool
+	errors      map[string]string
+	examples    []any
+	help        json.RawMessage
+}
+
+func (c *actionConfig) setPolicy(p policy) error {
+	if c.policySet {
+		return fmt.Errorf("%w: access policy given twice", ErrInvalidOption)
+	}
+	c.policy, c.policySet = p, true
+	return nil
+}
+
+// Describe sets the action's description in help.
+func Describe(text string) ActionOption {
+	return func(c *actionConfig) error {
+		if c.description != nil {
+			return fmt.Errorf("%w: Describe given twice", ErrInvalidOption)
+		}
+		c.description = &text
+		return nil
+	}
+}
+
+// Returns describes the action's return value in help.
+func Returns(text string) ActionOption {
+	return func(c *actionConfig) error {
+		if c.returns != nil {
+			return fmt.Errorf("%w: Returns given twice", ErrInvalidOption)
+		}
+		c.returns = &text
+		return nil
+	}
+}
+
+// Errors documents, in help, the errors the action may return: a short name
+// (or error type) for each, with when it happens.
+func Errors(docs map[string]string) ActionOption {
+	return func(c *actionConfig) error {
+		if c.errors != nil {
+			return fmt.Errorf("%w: Errors given twice", ErrInvalidOption)
+		}
+		if len(docs) == 0 {
+			return fmt.Errorf("%w: Errors with no entries", ErrInvalidOption)
+		}
+		c.errors = make(map[string]string, len(docs))
+		for k, v := range docs {
+			c.errors[k] = v
+		}
+		return nil
+	}
+}
+
+// Example adds an example call to help. args is a value of the action's
+// argument type, a map, or a JSON object as a string or json.RawMessage; it
+// must decode and validate as the action's arguments, which is checked when
+// the action is registered.
+func Example(args any) ActionOption {
+	return func(c *actionConfig) error {
+		c.examples = append(c.examples, args)
+		return nil
+	}
+}
+
+// CustomHelp replaces the action's generated help entry with v, which must
+// encode to a JSON object. Access still hides the action from callers it is
+// denied to.
+func CustomHelp(v any) ActionOption {
+	return func(c *actionConfig) error {
+		if c.help != nil {
+			return fmt.Errorf("%w: CustomHelp given twice", ErrInvalidOption)
+		}
+		b, err := encodeArgsObject(v)
+		if err != nil {
+			return fmt.Errorf("%w: CustomHelp: %v", ErrInvalidOption, err)
+		}
+		c.help = b
+		return nil
+	}
+}
+
+// action is a registered action with its types erased.
+type action struct {
+	name     string
+	cfg      actionConfig
+	args     *typeInfo
+	ret      reflect.Type
+	examples []json.RawMessage // encoded example arguments
+	// run decodes and validates args and calls the handler.
+	run func(ctx context.Context, args any) (any, error)
+}
+
+// Handle registers h as the action name of agent a, with its metadata. It
+// panics on a programmer error (see [Register]), as http.ServeMux.Handle does;
+// use Register to get the error instead.
+//
+//	agency.Handle(agent, "add", calc.Add, agency.Describe("Adds two numbers"))
+func Handle[A, R any](a *Agent, name string, h func(context.Context, A) (R, error), opts ...ActionOption) {
+	if err := Register(a, name, h, opts...); err != nil {
+		panic(err)
+	}
+}
+
+// Register registers h as the action name of agent a, with its metadata. It
+// fails when A is not a struct, name is reserved or taken, an option is
+// invalid or repeated, an example does not decode as an A, or the agent has
+// already joined a space.
+func Register[A, R any](a *Agent, name string, h func(context.Context, A) (R, error), opts ...ActionOption) error {
+	if h == nil {
+		return fmt.Errorf("agency: action %q: nil handler", name)
+	}
+	if err := validateRegisterable(name); err != nil {
+		return err
+	}
+	if a.joined.Load() {
+		return fmt.Errorf("agency: action %q: register actions before %q joins a space", name, a.id)
+	}
+	if _, ok := a.actions[name]; ok {
+		return fmt.Errorf("agency: action %q registered twice on %q", name, a.id)
+	}
+	info, err := typeInfoFor(reflect.TypeFor[A]())
+	if err != nil {
+		return fmt.Errorf("agency: action %q: %w", name, err)
+	}
+	act := &action{name: name, args: info, ret: reflect.TypeFor[R]()}
+	for _, o := range opts {
+		if err := o(&act.cfg); err != nil {
+			return fmt.Errorf("agency: action %q: %w", name, err)
+		}
+	}
+	for i, ex := range act.cfg.examples {
+		var args A
+		if err := decodeArgs(info, ex, &args); err != nil {
+			return fmt.Errorf("agency: action %q: example %d: %w", name, i+1, err)
+		}
+		b, err := encodeArgsObject(ex)
+		if err != nil {
+			return fmt.Errorf("agency: action %q: example %d: %w", name, i+1, err)
+		}
+		act.examples = append(act.examples, b)
+	}
+	act.cfg.examples = nil
+	act.run = func(ctx context.Context, raw any) (any, error) {
+		var args A
+		if err := decodeArgs(info, raw, &args); err != nil {
+			return nil, newActionError(ErrorInvalidArgs, err,
+				"invalid arguments for %q: %v (send \"help\" for the argument schema)", a.id+"."+name, err)
+		}
+		return h(ctx, args)
+	}
+	if a.actions == nil {
+		a.actions = make(map[string]*action, 1)
+	}
+	a.actions[name] = act
+	return nil
+}
+
+// decodeArgs turns an incoming arguments value into *dst and validates it.
+// A value that already is a T (in process) skips decoding; anything else goes
+// through its JSON form. Failures are invalid_args errors naming each field.
+func decodeArgs[T any](info *typeInfo, raw any, dst *T) error {
+	switch v := raw.(type) {
+	case T:
+		*dst = v
+	case *T:
+		if v == nil {
+			return decodeJSONArgs(info, nil, dst)
+		}
+		*dst = *v
+	default:
+		b, err := argsJSON(raw)
+		if err != nil {
+			return &argsError{problems: []string{"(arguments): " + err.Error()}}
+		}
+		return decodeJSONArgs(info, b, dst)
+	}
+	return validateArgs(info, dst)
+}
+
+// argsJSON returns the JSON text of an arguments value that is not yet of the
+// action's type.
+func argsJSON(raw any) ([]byte, error) {
+	switch v := raw.(type) {
+	case nil:
+		return nil, nil
+	case json.RawMessage:
+		return v, nil
+	case string:
+		return []byte(v), nil
+	}
+	return json.Marshal(raw)
+}

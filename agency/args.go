@@ -1,0 +1,366 @@
+package agency
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"reflect"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-playground/validator/v10"
+)
+
+// typeInfo is what decoding, validating and describing an argument type
+// needs, derived once per type and shared by every action that uses it.
+type typeInfo struct {
+	typ      reflect.Type
+	plan     *structPlan
+	validate bool // some field carries validator rules
+
+	schemaOnce sync.Once
+	schema     json.RawMessage
+	schemaErr  error
+}
+
+// structPlan lists a struct type's JSON fields as encoding/json sees them.
+type structPlan struct {
+	fields   map[string]*fieldPlan
+	order    []*fieldPlan // declaration order
+	names    []string     // sorted, for error texts
+	required []string     // declaration order
+}
+
+type fieldPlan struct {
+	name     string
+	index    []int
+	typ      reflect.Type
+	rules    string // the validate tag
+	required bool
+	elem     *structPlan // for a struct field, or the element of a slice field
+	slice    bool
+}
+
+var typeInfos sync.Map // reflect.Type → *typeInfo
+
+func typeInfoFor(t reflect.Type) (*typeInfo, error) {
+	if v, ok := typeInfos.Load(t); ok {
+		return v.(*typeInfo), nil
+	}
+	if t.Kind() != reflect.Struct {
+		return nil, fmt.Errorf("arguments must be a struct type, not %v", t)
+	}
+	info := &typeInfo{typ: t}
+	info.plan = buildPlan(t, map[reflect.Type]*structPlan{}, &info.validate)
+	v, _ := typeInfos.LoadOrStore(t, info)
+	return v.(*typeInfo), nil
+}
+
+var (
+	jsonUnmarshalerType = reflect.TypeFor[json.Unmarshaler]()
+	textUnmarshalerType = reflect.TypeFor[interface{ UnmarshalText([]byte) error }]()
+	timeType            = reflect.TypeFor[time.Time]()
+)
+
+// decodesItself reports whether t decodes through its own method, so that
+// its fields are not ours to plan.
+func decodesItself(t reflect.Type) bool {
+	p := reflect.PointerTo(t)
+	return t == timeType || p.Implements(jsonUnmarshalerType) || p.Implements(textUnmarshalerType)
+}
+
+func buildPlan(t reflect.Type, seen map[reflect.Type]*structPlan, hasRules *bool) *structPlan {
+	if p, ok := seen[t]; ok {
+		return p
+	}
+	p := &structPlan{fields: map[string]*fieldPlan{}}
+	seen[t] = p
+	var embedded []*fieldPlan
+	for i := range t.NumField() {
+		sf := t.Field(i)
+		tag := sf.Tag.Get("json")
+		if tag == "-" {
+			continue
+		}
+		name, opts, _ := strings.Cut(tag, ",")
+		rules := sf.Tag.Get("validate")
+		if rules != "" && rules != "-" {
+			*hasRules = true
+		}
+		ft := sf.Type
+		base := ft
+		if base.Kind() == reflect.Pointer {
+			base = base.Elem()
+		}
+		if sf.Anonymous && name == "" && base.Kind() == reflect.Struct && !decodesItself(base) {
+			// Promoted fields, as encoding/json sees them; shallower names win.
+			sub := buildPlan(base, seen, hasRules)
+			for _, f := range sub.order {
+				g := *f
+				g.index = append([]int{i}, f.index...)
+				embedded = append(embedded, &g)
+			}
+			continue
+		}
+		if !sf.IsExported() {
+			continue
+		}
+		if name == "" {
+			name = sf.Name
+		}
+		f := &fieldPlan{name: name, index: []int{i}, typ: ft, rules: rules}
+		omit := strings.Contains(","+opts+",", ",omitempty,") || strings.Contains(","+opts+",", ",omitzero,")
+		f.required = (!omit && ft.Kind() != reflect.Pointer) || hasRule(rules, "required")
+		switch {
+		case base.Kind() == reflect.Struct && !decodesItself(base):
+			f.elem = buildPlan(base, seen, hasRules)
+		case (ft.Kind() == reflect.Slice || ft.Kind() == reflect.Array) && structElem(ft.Elem()) != nil:
+			f.elem, f.slice = buildPlan(structElem(ft.Elem()), seen, hasRules), ft.Kind() == reflect.Slice
+			if !f.slice {
+				f.elem = nil // fixed-size arrays decode as plain values
+			}
+		}
+		p.add(f)
+	}
+	for _, f := range embedded {
+		if _, taken := p.fields[f.name]; !taken {
+			p.add(f)
+		}
+	}
+	slices.Sort(p.names)
+	return p
+}
+
+func (p *structPlan) add(f *fieldPlan) {
+	p.fields[f.name] = f
+	p.order = append(p.order, f)
+	p.names = append(p.names, f.name)
+	if f.required {
+		p.required = append(p.required, f.name)
+	}
+}
+
+// structElem returns the struct type of a slice element (T or *T) whose
+// fields we plan, or nil.
+func structElem(t reflect.Type) reflect.Type {
+	if t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t.Kind() == reflect.Struct && !decodesItself(t) {
+		return t
+	}
+	return nil
+}
+
+// hasRule reports whether a validate tag holds the rule name, before any dive.
+func hasRule(rules, name string) bool {
+	for _, r := range strings.Split(rules, ",") {
+		if r == "dive" || r == "keys" {
+			return false
+		}
+		if r == name {
+			return true
+		}
+	}
+	return false
+}
+
+// argsError lists every problem with one set of arguments.
+type argsError struct{ problems []string }
+
+func (e *argsError) add(path, format string, args ...any) {
+	if path == "" {
+		path = "(arguments)"
+	}
+	e.problems = append(e.problems, path+": "+fmt.Sprintf(format, args...))
+}
+
+func (e *argsError) Error() string { return strings.Join(e.problems, "; ") }
+
+// decodeJSONArgs decodes a JSON object into *dst: unknown fields, missing
+// required fields and values of the wrong type are each reported by name.
+func decodeJSONArgs[T any](info *typeInfo, raw []byte, dst *T) error {
+	var errs argsError
+	decodeObject(info.plan, raw, reflect.ValueOf(dst).Elem(), "", &errs)
+	if len(errs.problems) > 0 {
+		return &errs
+	}
+	return validateArgs(info, dst)
+}
+
+func decodeObject(p *structPlan, raw []byte, rv reflect.Value, prefix string, errs *argsError) {
+	var obj map[string]json.RawMessage
+	if len(raw) > 0 {
+		if err := json.Unmarshal(raw, &obj); err != nil {
+			errs.add(prefix, "must be an object")
+			return
+		}
+	}
+	var unknown []string
+	for k := range obj {
+		if p.fields[k] == nil {
+			unknown = append(unknown, k)
+		}
+	}
+	if len(unknown) > 0 {
+		slices.Sort(unknown)
+		for _, k := range unknown {
+			if len(p.names) == 0 {
+				errs.add(join(prefix, k), "unknown field; this takes no arguments")
+			} else {
+				errs.add(join(prefix, k), "unknown field; the fields are %s", strings.Join(p.names, ", "))
+			}
+		}
+	}
+	for _, name := range p.required {
+		if v, ok := obj[name]; !ok || isNull(v) {
+			errs.add(join(prefix, name), "missing required field")
+		}
+	}
+	for _, f := range p.order {
+		v, ok := obj[f.name]
+		if !ok || isNull(v) {
+			continue
+		}
+		path := join(prefix, f.name)
+		fv := fieldByIndex(rv, f.index)
+		switch {
+		case f.elem != nil && !f.slice:
+			if fv.Kind() == reflect.Pointer {
+				fv.Set(reflect.New(fv.Type().Elem()))
+				fv = fv.Elem()
+			}
+			decodeObject(f.elem, v, fv, path, errs)
+		case f.elem != nil:
+			var items []json.RawMessage
+			if err := json.Unmarshal(v, &items); err != nil {
+				errs.add(path, "must be an array")
+				continue
+			}
+			s := reflect.MakeSlice(f.typ, len(items), len(items))
+			for i, item := range items {
+				ev := s.Index(i)
+				if ev.Kind() == reflect.Pointer {
+					if isNull(item) {
+						continue
+					}
+					ev.Set(reflect.New(ev.Type().Elem()))
+					ev = ev.Elem()
+				}
+				decodeObject(f.elem, item, ev, fmt.Sprintf("%s[%d]", path, i), errs)
+			}
+			fv.Set(s)
+		default:
+			dec := json.NewDecoder(bytes.NewReader(v))
+			dec.DisallowUnknownFields()
+			if err := dec.Decode(fv.Addr().Interface()); err != nil {
+				errs.add(path, "%s", describeDecodeError(err, f.typ))
+			}
+		}
+	}
+}
+
+func join(prefix, name string) string {
+	if prefix == "" {
+		return name
+	}
+	return prefix + "." + name
+}
+
+// fieldByIndex is reflect.Value.FieldByIndex that allocates nil embedded
+// pointers on the way.
+func fieldByIndex(v reflect.Value, index []int) reflect.Value {
+	for i, x := range index {
+		if i > 0 && v.Kind() == reflect.Pointer {
+			if v.IsNil() {
+				v.Set(reflect.New(v.Type().Elem()))
+			}
+			v = v.Elem()
+		}
+		v = v.Field(x)
+	}
+	return v
+}
+
+// describeDecodeError says what a field's value should have been.
+func describeDecodeError(err error, t reflect.Type) string {
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) {
+		return "must be " + jsonKind(t) + ", not " + te.Value
+	}
+	return strings.TrimPrefix(err.Error(), "json: ")
+}
+
+func jsonKind(t reflect.Type) string {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch {
+	case t == timeType:
+		return "a string (RFC 3339 date-time)"
+	case t.Kind() == reflect.String:
+		return "a string"
+	case t.Kind() == reflect.Bool:
+		return "a boolean"
+	case t.Kind() >= reflect.Int && t.Kind() <= reflect.Uintptr:
+		return "an integer"
+	case t.Kind() == reflect.Float32 || t.Kind() == reflect.Float64:
+		return "a number"
+	case t.Kind() == reflect.Slice || t.Kind() == reflect.Array:
+		return "an array"
+	case t.Kind() == reflect.Map || t.Kind() == reflect.Struct:
+		return "an object"
+	}
+	return "a " + t.String()
+}
+
+// validate is the one validator, shared: it caches what it learns per type.
+var validate = func() *validator.Validate {
+	v := validator.New(validator.WithRequiredStructEnabled())
+	v.RegisterTagNameFunc(func(sf reflect.StructField) string {
+		name, _, _ := strings.Cut(sf.Tag.Get("json"), ",")
+		switch name {
+		case "-":
+			return ""
+		case "":
+			return sf.Name
+		}
+		return name
+	})
+	return v
+}()
+
+// validateArgs applies the validator rules of the argument type.
+func validateArgs[T any](info *typeInfo, dst *T) error {
+	if !info.validate {
+		return nil
+	}
+	err := validate.Struct(dst)
+	if err == nil {
+		return nil
+	}
+	var ves validator.ValidationErrors
+	if !errors.As(err, &ves) {
+		return &argsError{problems: []string{err.Error()}}
+	}
+	var errs argsError
+	for _, fe := range ves {
+		path := fe.Namespace()
+		if _, rest, ok := strings.Cut(path, "."); ok {
+			path = rest // drop the struct's own name
+		}
+		rule := fe.Tag()
+		if fe.Param() != "" {
+			rule += "=" + fe.Param()
+		}
+		if fe.Tag() == "required" {
+			errs.add(path, "required, and must not be empty")
+			continue
+		}
+		errs.add(path, "breaks rule %s", rule)
+	}
+	return &errs
+}

@@ -1,0 +1,348 @@
+package agency
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"slices"
+	"strings"
+)
+
+const metaKey = "__meta__"
+
+// MarshalJSON encodes m in the wire format. It fails for a message that could
+// not be decoded again: a bad id, an action name the format reserves, or
+// arguments that are not a JSON object.
+func (m *Message) MarshalJSON() ([]byte, error) {
+	if err := m.validate(); err != nil {
+		return nil, err
+	}
+	var b bytes.Buffer
+	b.Grow(128)
+	b.WriteString(`{"to":`)
+	writeJSONString(&b, m.To)
+	b.WriteString(`,"from":`)
+	writeJSONString(&b, m.From)
+	b.WriteString(`,"action":{"__meta__":{`)
+	n := 0
+	field := func(k string) {
+		if n > 0 {
+			b.WriteByte(',')
+		}
+		n++
+		writeJSONString(&b, k)
+		b.WriteByte(':')
+	}
+	if m.ID != "" {
+		field("id")
+		writeJSONString(&b, m.ID)
+	}
+	if m.ParentID != "" {
+		field("parent_id")
+		writeJSONString(&b, m.ParentID)
+	}
+	keys := make([]string, 0, len(m.Meta))
+	for k := range m.Meta {
+		if k != "id" && k != "parent_id" {
+			keys = append(keys, k)
+		}
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		v, err := json.Marshal(m.Meta[k])
+		if err != nil {
+			return nil, fmt.Errorf("%w: __meta__ %q: %v", ErrMalformedMessage, k, err)
+		}
+		field(k)
+		b.Write(v)
+	}
+	b.WriteString("},")
+	writeJSONString(&b, m.Action)
+	b.WriteByte(':')
+	args, err := m.encodeArgs()
+	if err != nil {
+		return nil, err
+	}
+	b.Write(args)
+	b.WriteString("}}")
+	return b.Bytes(), nil
+}
+
+// encodeArgs returns the JSON object that stands under the action name.
+func (m *Message) encodeArgs() ([]byte, error) {
+	switch m.Action {
+	case ResponseAction:
+		v, err := marshalValue(m.Args)
+		if err != nil {
+			return nil, fmt.Errorf("%w: response value: %v", ErrMalformedMessage, err)
+		}
+		return append(append([]byte(`{"value":`), v...), '}'), nil
+	case ErrorAction:
+		ae, _ := m.Err().(*ActionError)
+		return json.Marshal(struct {
+			Type ErrorType `json:"type"`
+			Text string    `json:"error"`
+		}{ae.Type, ae.Text})
+	}
+	return encodeArgsObject(m.Args)
+}
+
+func marshalValue(v any) ([]byte, error) {
+	if raw, ok := v.(json.RawMessage); ok {
+		if len(raw) == 0 {
+			return []byte("null"), nil
+		}
+		if !json.Valid(raw) {
+			return nil, fmt.Errorf("invalid JSON %.40q", raw)
+		}
+		return raw, nil
+	}
+	return json.Marshal(v)
+}
+
+// encodeArgsObject encodes action arguments, which must form a JSON object.
+func encodeArgsObject(args any) ([]byte, error) {
+	if args == nil {
+		return []byte("{}"), nil
+	}
+	b, err := marshalValue(args)
+	if err != nil {
+		return nil, fmt.Errorf("%w: args: %v", ErrMalformedMessage, err)
+	}
+	b = bytes.TrimSpace(b)
+	if string(b) == "null" {
+		return []byte("{}"), nil
+	}
+	if len(b) == 0 || b[0] != '{' {
+		return nil, fmt.Errorf("%w: args must be a JSON object, not %.40s", ErrMalformedMessage, b)
+	}
+	return b, nil
+}
+
+func writeJSONString(b *bytes.Buffer, s string) {
+	if isPlainASCII(s) {
+		b.WriteByte('"')
+		b.WriteString(s)
+		b.WriteByte('"')
+		return
+	}
+	enc, _ := json.Marshal(s) // a string always encodes
+	b.Write(enc)
+}
+
+// isPlainASCII reports whether s needs no escaping in a JSON string.
+func isPlainASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			return false
+		}
+	}
+	return true
+}
+
+// validate checks everything about m that its wire form depends on, without
+// encoding it.
+func (m *Message) validate() error {
+	if err := validateRecipient(m.To); err != nil {
+		return fmt.Errorf("%w: to: %v", ErrMalformedMessage, err)
+	}
+	if err := ValidateID(m.From); err != nil {
+		return fmt.Errorf("%w: from: %v", ErrMalformedMessage, err)
+	}
+	if err := validateActionName(m.Action); err != nil {
+		return fmt.Errorf("%w: %v", ErrMalformedMessage, err)
+	}
+	switch m.Action {
+	case ErrorAction:
+		if _, ok := m.Args.(*ActionError); !ok {
+			return fmt.Errorf("%w: an [error] carries an *ActionError, not %T", ErrMalformedMessage, m.Args)
+		}
+	case ResponseAction:
+	default:
+		return checkArgsShape(m.Args)
+	}
+	return nil
+}
+
+// checkArgsShape cheaply rejects Go values that cannot encode to a JSON
+// object, so that a message that space.Local never encodes is held to the
+// same shape as one that crosses the wire.
+func checkArgsShape(args any) error {
+	switch a := args.(type) {
+	case nil, map[string]any:
+		return nil
+	case json.RawMessage:
+		t := bytes.TrimSpace(a)
+		if len(t) == 0 || t[0] == '{' || string(t) == "null" {
+			return nil
+		}
+		return fmt.Errorf("%w: args must be a JSON object, not %.40s", ErrMalformedMessage, t)
+	}
+	t := reflect.TypeOf(args)
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch {
+	case t.Kind() == reflect.Struct:
+		return nil
+	case t.Kind() == reflect.Map && t.Key().Kind() == reflect.String:
+		return nil
+	case t.Implements(jsonMarshalerType) || reflect.PointerTo(t).Implements(jsonMarshalerType):
+		return nil // judged when encoded
+	}
+	return fmt.Errorf("%w: args must encode to a JSON object, not %T", ErrMalformedMessage, args)
+}
+
+var jsonMarshalerType = reflect.TypeFor[json.Marshaler]()
+
+// DecodeMessage decodes one message in the wire format. Anything that is not
+// that shape is an error wrapping ErrMalformedMessage that says what is
+// wrong; no input makes it panic.
+func DecodeMessage(data []byte) (*Message, error) {
+	m := new(Message)
+	if err := m.UnmarshalJSON(data); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// UnmarshalJSON decodes the wire format into m; see [DecodeMessage].
+func (m *Message) UnmarshalJSON(data []byte) error {
+	var w struct {
+		To     *string                    `json:"to"`
+		From   *string                    `json:"from"`
+		Action map[string]json.RawMessage `json:"action"`
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&w); err != nil {
+		return fmt.Errorf("%w: %v", ErrMalformedMessage, err)
+	}
+	if dec.More() {
+		return fmt.Errorf("%w: data after the message object", ErrMalformedMessage)
+	}
+	var out Message
+	switch {
+	case w.To == nil:
+		return fmt.Errorf("%w: no \"to\"", ErrMalformedMessage)
+	case w.From == nil:
+		return fmt.Errorf("%w: no \"from\"", ErrMalformedMessage)
+	case w.Action == nil:
+		return fmt.Errorf("%w: no \"action\" object", ErrMalformedMessage)
+	}
+	out.To, out.From = *w.To, *w.From
+	if err := validateRecipient(out.To); err != nil {
+		return fmt.Errorf("%w: to: %v", ErrMalformedMessage, err)
+	}
+	if err := ValidateID(out.From); err != nil {
+		return fmt.Errorf("%w: from: %v", ErrMalformedMessage, err)
+	}
+	var names []string
+	for k := range w.Action {
+		if k != metaKey {
+			names = append(names, k)
+		}
+	}
+	switch len(names) {
+	case 0:
+		return fmt.Errorf("%w: the action object names no action", ErrMalformedMessage)
+	case 1:
+	default:
+		slices.Sort(names)
+		return fmt.Errorf("%w: the action object names %d actions (%s); a message carries exactly one",
+			ErrMalformedMessage, len(names), strings.Join(names, ", "))
+	}
+	out.Action = names[0]
+	if err := validateActionName(out.Action); err != nil {
+		return fmt.Errorf("%w: %v", ErrMalformedMessage, err)
+	}
+	if raw, ok := w.Action[metaKey]; ok {
+		if err := out.decodeMeta(raw); err != nil {
+			return err
+		}
+	}
+	if err := out.decodeArgs(w.Action[out.Action]); err != nil {
+		return err
+	}
+	*m = out
+	return nil
+}
+
+func (m *Message) decodeMeta(raw json.RawMessage) error {
+	if isNull(raw) {
+		return nil
+	}
+	var meta map[string]any
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber() // numbers travel unchanged, not rounded through float64
+	if err := dec.Decode(&meta); err != nil {
+		return fmt.Errorf("%w: __meta__ must be an object: %v", ErrMalformedMessage, err)
+	}
+	for _, k := range []string{"id", "parent_id"} {
+		v, ok := meta[k]
+		if !ok {
+			continue
+		}
+		s, ok := v.(string)
+		if !ok {
+			return fmt.Errorf("%w: __meta__.%s must be a string", ErrMalformedMessage, k)
+		}
+		if k == "id" {
+			m.ID = s
+		} else {
+			m.ParentID = s
+		}
+		delete(meta, k)
+	}
+	if len(meta) > 0 {
+		m.Meta = meta
+	}
+	return nil
+}
+
+func (m *Message) decodeArgs(raw json.RawMessage) error {
+	if isNull(raw) {
+		raw = nil
+	} else if raw[0] != '{' {
+		return fmt.Errorf("%w: the arguments of %q must be an object, not %.40s", ErrMalformedMessage, m.Action, raw)
+	}
+	switch m.Action {
+	case ResponseAction:
+		var r struct {
+			Value json.RawMessage `json:"value"`
+		}
+		if raw != nil {
+			if err := json.Unmarshal(raw, &r); err != nil {
+				return fmt.Errorf("%w: [response]: %v", ErrMalformedMessage, err)
+			}
+		}
+		if len(r.Value) > 0 {
+			m.Args = r.Value
+		}
+	case ErrorAction:
+		var e struct {
+			Type *string `json:"type"`
+			Text string  `json:"error"`
+		}
+		if raw != nil {
+			if err := json.Unmarshal(raw, &e); err != nil {
+				return fmt.Errorf("%w: [error]: %v", ErrMalformedMessage, err)
+			}
+		}
+		if e.Type == nil || *e.Type == "" {
+			return fmt.Errorf("%w: [error] without a \"type\"", ErrMalformedMessage)
+		}
+		m.Args = &ActionError{Type: ErrorType(*e.Type), Text: e.Text}
+	default:
+		if raw != nil {
+			m.Args = raw
+		}
+	}
+	return nil
+}
+
+func isNull(raw json.RawMessage) bool {
+	return len(raw) == 0 || string(raw) == "null"
+}

@@ -1,0 +1,123 @@
+package agency
+
+import (
+	"context"
+	"errors"
+	"fmt"
+)
+
+// Errors callers branch on. An [error] received from another agent turns back
+// into the matching sentinel: errors.Is(err, ErrPermissionDenied) holds for an
+// *ActionError of type "permission_denied".
+var (
+	ErrNotFound         = errors.New("agency: action not found")
+	ErrPermissionDenied = errors.New("agency: permission denied")
+	ErrInvalidArgs      = errors.New("agency: invalid arguments")
+	ErrActionFailed     = errors.New("agency: action failed")
+	ErrTimeout          = errors.New("agency: request timed out")
+
+	// ErrNoRecipient is returned by Request when the space can tell that no
+	// agent has the recipient id. Send never returns it.
+	ErrNoRecipient = errors.New("agency: no such recipient")
+	// ErrForgedSender is returned when a message's From names another agent.
+	ErrForgedSender = errors.New("agency: message from another agent's id")
+	// ErrNotAdded is returned by an agent's messaging methods while it is in
+	// no space.
+	ErrNotAdded = errors.New("agency: agent is not in a space")
+	// ErrAlreadyAdded is returned by Connect for an agent that is in a space.
+	ErrAlreadyAdded = errors.New("agency: agent is already in a space")
+
+	ErrInvalidID         = errors.New("agency: invalid agent id")
+	ErrInvalidActionName = errors.New("agency: invalid action name")
+	ErrMalformedMessage  = errors.New("agency: malformed message")
+	ErrInvalidOption     = errors.New("agency: invalid option")
+)
+
+// ErrorType is the "type" of an [error] message.
+type ErrorType string
+
+// The error types of the wire format.
+const (
+	ErrorNotFound         ErrorType = "not_found"
+	ErrorPermissionDenied ErrorType = "permission_denied"
+	ErrorInvalidArgs      ErrorType = "invalid_args"
+	ErrorActionFailed     ErrorType = "action_failed"
+	ErrorTimeout          ErrorType = "timeout"
+)
+
+func (t ErrorType) sentinel() error {
+	switch t {
+	case ErrorNotFound:
+		return ErrNotFound
+	case ErrorPermissionDenied:
+		return ErrPermissionDenied
+	case ErrorInvalidArgs:
+		return ErrInvalidArgs
+	case ErrorTimeout:
+		return ErrTimeout
+	default:
+		return ErrActionFailed
+	}
+}
+
+func (t ErrorType) known() bool {
+	switch t {
+	case ErrorNotFound, ErrorPermissionDenied, ErrorInvalidArgs, ErrorActionFailed, ErrorTimeout:
+		return true
+	}
+	return false
+}
+
+// ActionError is the error an action's caller receives: the payload of an
+// [error] message. It matches the sentinel of its type under errors.Is, and
+// unwraps to the local cause where there is one (a context error for a
+// timeout, the handler's error on the agent that ran it).
+type ActionError struct {
+	Type ErrorType // one of the Error* constants
+	Text string    // what went wrong and how to call correctly
+
+	cause error
+}
+
+// Error returns the text, prefixed with its type.
+func (e *ActionError) Error() string {
+	return string(e.Type) + ": " + e.Text
+}
+
+// Is reports whether target is the sentinel for e's type.
+func (e *ActionError) Is(target error) bool {
+	return target == e.Type.sentinel()
+}
+
+// Unwrap returns the local cause, if any.
+func (e *ActionError) Unwrap() error { return e.cause }
+
+func newActionError(t ErrorType, cause error, format string, args ...any) *ActionError {
+	return &ActionError{Type: t, Text: fmt.Sprintf(format, args...), cause: cause}
+}
+
+// asActionError turns what a handler returned into the error its caller sees.
+// A handler may return an *ActionError (or wrap one) to choose the type;
+// anything else is action_failed.
+func asActionError(err error) *ActionError {
+	var ae *ActionError
+	if errors.As(err, &ae) {
+		return ae
+	}
+	for _, t := range []ErrorType{ErrorNotFound, ErrorPermissionDenied, ErrorInvalidArgs, ErrorTimeout} {
+		if errors.Is(err, t.sentinel()) {
+			return &ActionError{Type: t, Text: err.Error(), cause: err}
+		}
+	}
+	return &ActionError{Type: ErrorActionFailed, Text: err.Error(), cause: err}
+}
+
+// requestError maps a context's end to the error Request returns: a deadline
+// is a timeout, a cancellation is the context's own error.
+func requestError(ctx context.Context, to, action string) error {
+	err := ctx.Err()
+	if errors.Is(err, context.DeadlineExceeded) {
+		return newActionError(ErrorTimeout, err, "no response from %q to %q before the deadline", to, action)
+	}
+	return err
+}

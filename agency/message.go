@@ -1,0 +1,164 @@
+package agency
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"unicode"
+	"unicode/utf8"
+)
+
+// Broadcast is the recipient id of a message addressed to every agent in the
+// space.
+const Broadcast = "*"
+
+// Names of the actions the framework itself answers or sends. No agent may
+// register them.
+const (
+	HelpAction     = "help"
+	ResponseAction = "[response]"
+	ErrorAction    = "[error]"
+)
+
+// Message is one message between agents.
+//
+// On the wire it is the JSON object
+//
+//	{"to": To, "from": From,
+//	 "action": {"__meta__": {"id": ID, "parent_id": ParentID, ...Meta}, Action: Args}}
+//
+// (see [Message.MarshalJSON]). In memory the action name, its arguments and
+// the framework's two meta keys are fields of their own.
+//
+// A space may deliver the same *Message to several agents and, in process,
+// without copying it: a received message must be treated as read-only.
+type Message struct {
+	To   string // recipient id, or Broadcast
+	From string // sender id; set by the framework on send
+
+	ID       string         // __meta__.id: unique per message, set on send unless given
+	ParentID string         // __meta__.parent_id: on a response, the id it answers
+	Meta     map[string]any // every other __meta__ key, carried unchanged
+
+	Action string // the action name
+	// Args holds the action's arguments: nil (meaning {}), a json.RawMessage
+	// holding a JSON object (as received from the wire), or any Go value that
+	// encodes to a JSON object (a struct, a map, a pointer to either).
+	//
+	// For a ResponseAction, Args is the response value; for an ErrorAction it
+	// is an *ActionError. [Message.IsResponse], [Message.Err] and [Value] read
+	// them.
+	Args any
+}
+
+// IsResponse reports whether m is a [response] or an [error].
+func (m *Message) IsResponse() bool {
+	return m.Action == ResponseAction || m.Action == ErrorAction
+}
+
+// Err returns the *ActionError an [error] message carries, and nil for every
+// other message.
+func (m *Message) Err() error {
+	if m.Action != ErrorAction {
+		return nil
+	}
+	if e, ok := m.Args.(*ActionError); ok {
+		return e
+	}
+	return &ActionError{Type: ErrorActionFailed, Text: "malformed [error] message"}
+}
+
+// String returns the message in its wire form, or a note that it does not
+// encode.
+func (m *Message) String() string {
+	b, err := m.MarshalJSON()
+	if err != nil {
+		return fmt.Sprintf("<unencodable message %s→%s %q: %v>", m.From, m.To, m.Action, err)
+	}
+	return string(b)
+}
+
+// ValidateID reports whether id may name an agent: 1 to 255 bytes of valid
+// UTF-8, not "*", not starting with "amq.", and containing neither '*' nor '#'
+// nor white space, so that no id can bind a wildcard in a topic exchange and
+// read another agent's messages.
+func ValidateID(id string) error {
+	switch {
+	case id == "":
+		return fmt.Errorf("%w: empty", ErrInvalidID)
+	case len(id) > 255:
+		return fmt.Errorf("%w: %d bytes long, the limit is 255", ErrInvalidID, len(id))
+	case !utf8.ValidString(id):
+		return fmt.Errorf("%w: %q is not valid UTF-8", ErrInvalidID, id)
+	case strings.HasPrefix(id, "amq."):
+		return fmt.Errorf("%w: %q starts with the reserved prefix \"amq.\"", ErrInvalidID, id)
+	}
+	for _, r := range id {
+		if r == '*' || r == '#' || unicode.IsSpace(r) || unicode.IsControl(r) {
+			return fmt.Errorf("%w: %q contains %q", ErrInvalidID, id, r)
+		}
+	}
+	return nil
+}
+
+// validateRecipient accepts an agent id or Broadcast.
+func validateRecipient(to string) error {
+	if to == Broadcast {
+		return nil
+	}
+	return ValidateID(to)
+}
+
+// validateActionName reports whether name may appear as an action in a
+// message: the framework's own names, or a name an agent could register.
+func validateActionName(name string) error {
+	if name == ResponseAction || name == ErrorAction || name == HelpAction {
+		return nil
+	}
+	return validateRegisterable(name)
+}
+
+// validateRegisterable reports whether an agent may register an action named
+// name. Names starting with "[" or "__" are kept for the framework.
+func validateRegisterable(name string) error {
+	switch {
+	case name == "":
+		return fmt.Errorf("%w: empty", ErrInvalidActionName)
+	case name == HelpAction || name == ResponseAction || name == ErrorAction:
+		return fmt.Errorf("%w: %q is reserved", ErrInvalidActionName, name)
+	case strings.HasPrefix(name, "[") || strings.HasPrefix(name, "__"):
+		return fmt.Errorf("%w: %q: names starting with \"[\" or \"__\" are reserved", ErrInvalidActionName, name)
+	case len(name) > 255:
+		return fmt.Errorf("%w: %d bytes long, the limit is 255", ErrInvalidActionName, len(name))
+	case !utf8.ValidString(name):
+		return fmt.Errorf("%w: %q is not valid UTF-8", ErrInvalidActionName, name)
+	}
+	return nil
+}
+
+// idPrefix makes message ids unique across processes: 64 random bits per
+// process, followed by a per-process counter.
+var (
+	idPrefix  = newIDPrefix()
+	idCounter atomic.Uint64
+)
+
+func newIDPrefix() string {
+	var b [8]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		panic("agency: no randomness for message ids: " + err.Error())
+	}
+	return hex.EncodeToString(b[:]) + "-"
+}
+
+// NewID returns a message id that no other call, in this process or another,
+// returns.
+func NewID() string {
+	var buf [40]byte
+	b := append(buf[:0], idPrefix...)
+	b = strconv.AppendUint(b, idCounter.Add(1), 36)
+	return string(b)
+}

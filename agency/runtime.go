@@ -1,0 +1,372 @@
+package agency
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"runtime/debug"
+	"sync"
+)
+
+// Router carries an agent's outgoing messages. A space gives one to each
+// agent it adds, through [Connect].
+//
+// Route must be safe for concurrent use. It returns ErrNoRecipient for a
+// point-to-point message when it can tell that no agent has the recipient id,
+// and an error when the message may not have been delivered; it should return
+// once the message is on its way, never wait for the recipient to act on it.
+type Router interface {
+	Route(ctx context.Context, m *Message) error
+}
+
+// RouterFunc adapts a function to a Router.
+type RouterFunc func(ctx context.Context, m *Message) error
+
+// Route calls f.
+func (f RouterFunc) Route(ctx context.Context, m *Message) error { return f(ctx, m) }
+
+// Conn is an agent's attachment to a space: the space delivers incoming
+// messages to it and closes it when the agent leaves. Only space
+// implementations use it.
+type Conn struct {
+	agent  *Agent
+	router Router
+
+	ctx    context.Context // handlers' base context; cancelled when the agent is gone
+	cancel context.CancelFunc
+	gone   chan struct{} // closed once the agent has left for good
+	done   chan struct{} // closed when the delivery loop has returned
+
+	mb mailbox
+
+	pendingMu sync.Mutex
+	pending   map[string]chan *Message // request id → where its first response goes
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// Connect attaches a to a space whose outgoing side is r, and starts the
+// agent's delivery loop. The space calls [Conn.Added] once the agent can be
+// reached, and [Conn.Close] to take it out again. An agent is in at most one
+// space at a time: a second Connect fails with ErrAlreadyAdded.
+func Connect(a *Agent, r Router) (*Conn, error) {
+	c := &Conn{agent: a, router: r, gone: make(chan struct{}), done: make(chan struct{})}
+	c.mb.wake = make(chan struct{}, 1)
+	if !a.conn.CompareAndSwap(nil, c) {
+		return nil, fmt.Errorf("%w: %q", ErrAlreadyAdded, a.id)
+	}
+	a.joined.Store(true)
+	c.ctx, c.cancel = context.WithCancel(context.Background())
+	go c.loop()
+	return c, nil
+}
+
+// Agent returns the connected agent.
+func (c *Conn) Agent() *Agent { return c.agent }
+
+// Added runs the agent's AfterAdd hook. The space calls it once the agent is
+// reachable, before its Add returns.
+func (c *Conn) Added(ctx context.Context) {
+	if h := c.agent.hooks.afterAdd; h != nil {
+		h.AfterAdd(&actionContext{Context: ctx, conn: c})
+	}
+}
+
+// Deliver hands an incoming message to the agent. It never blocks on the
+// agent: the message is queued, or, if it answers one of the agent's
+// requests, handed to the waiting Request at once. It returns ErrNoRecipient
+// once the agent has stopped taking messages. Safe for concurrent use.
+func (c *Conn) Deliver(m *Message) error {
+	a := c.agent
+	if m.To == Broadcast && m.From == a.id && !a.ownBroadcasts {
+		return nil
+	}
+	if m.IsResponse() {
+		if ch := c.take(m.ParentID); ch != nil {
+			ch <- m // buffered for exactly this one message
+			return nil
+		}
+		if !a.hooks.wantsResponses() {
+			a.logger.Debug("agency: dropping a response nobody waits for", "agent", a.id, "from", m.From, "parent_id", m.ParentID)
+			return nil
+		}
+	}
+	if !c.mb.put(m) {
+		return fmt.Errorf("%w: %q is leaving the space", ErrNoRecipient, a.id)
+	}
+	return nil
+}
+
+// Close takes the agent out: it runs the BeforeRemove hook, stops taking
+// messages, handles those already queued, and waits for running actions.
+// When ctx ends first, the actions' context is cancelled, the queue is
+// dropped and ctx's error returned. Close is idempotent.
+func (c *Conn) Close(ctx context.Context) error {
+	c.closeOnce.Do(func() {
+		if h := c.agent.hooks.beforeRemove; h != nil {
+			h.BeforeRemove(&actionContext{Context: ctx, conn: c})
+		}
+		c.mb.close()
+		select {
+		case <-c.done:
+		case <-ctx.Done():
+			c.closeErr = ctx.Err()
+			c.cancel()
+			c.mb.discard()
+		}
+		c.cancel()
+		close(c.gone)
+		c.agent.conn.CompareAndSwap(c, nil)
+	})
+	return c.closeErr
+}
+
+// await registers a request id whose first response the caller will read
+// from the returned channel.
+func (c *Conn) await(id string) chan *Message {
+	ch := make(chan *Message, 1)
+	c.pendingMu.Lock()
+	if c.pending == nil {
+		c.pending = make(map[string]chan *Message)
+	}
+	c.pending[id] = ch
+	c.pendingMu.Unlock()
+	return ch
+}
+
+func (c *Conn) forget(id string) {
+	c.pendingMu.Lock()
+	delete(c.pending, id)
+	c.pendingMu.Unlock()
+}
+
+// take removes and returns the channel waiting for a response to id.
+func (c *Conn) take(id string) chan *Message {
+	if id == "" {
+		return nil
+	}
+	c.pendingMu.Lock()
+	ch, ok := c.pending[id]
+	if ok {
+		delete(c.pending, id)
+	}
+	c.pendingMu.Unlock()
+	return ch
+}
+
+// loop handles the queue until it is closed and empty.
+func (c *Conn) loop() {
+	defer close(c.done)
+	var sem chan struct{}
+	var wg sync.WaitGroup
+	if n := c.agent.concurrency; n > 1 {
+		sem = make(chan struct{}, n)
+	}
+	for {
+		batch, ok := c.mb.take()
+		if !ok {
+			break
+		}
+		for i, m := range batch {
+			batch[i] = nil
+			if sem == nil {
+				c.handle(m)
+				continue
+			}
+			sem <- struct{}{}
+			wg.Add(1)
+			go func() {
+				defer func() { <-sem; wg.Done() }()
+				c.handle(m)
+			}()
+		}
+		c.mb.recycle(batch)
+	}
+	wg.Wait()
+}
+
+// handle runs one incoming message to its end.
+func (c *Conn) handle(m *Message) {
+	a := c.agent
+	ctx := &actionContext{Context: c.ctx, conn: c, msg: m}
+	switch m.Action {
+	case ResponseAction:
+		if h := a.hooks.value; h != nil {
+			c.guard(m, func() { h.HandleActionValue(ctx, m) })
+		}
+		return
+	case ErrorAction:
+		if h := a.hooks.err; h != nil {
+			ae, _ := m.Err().(*ActionError)
+			c.guard(m, func() { h.HandleActionError(ctx, m, ae) })
+		}
+		return
+	case HelpAction:
+		c.answerHelp(ctx, m)
+		return
+	}
+	act := a.actions[m.Action]
+	if act == nil {
+		if m.To != Broadcast {
+			c.fail(ctx, m, newActionError(ErrorNotFound, nil,
+				"%q has no action %q; send it \"help\" to list the actions it offers", a.id, m.Action))
+		}
+		return
+	}
+	if !c.permitted(ctx, act, m) {
+		c.fail(ctx, m, newActionError(ErrorPermissionDenied, nil, "%q not permitted for %q", a.id+"."+m.Action, m.From))
+		return
+	}
+	if h := a.hooks.before; h != nil {
+		h.BeforeAction(ctx, m)
+	}
+	value, err := c.run(ctx, act, m)
+	if h := a.hooks.after; h != nil {
+		h.AfterAction(ctx, m, value, err)
+	}
+	if err != nil {
+		c.fail(ctx, m, asActionError(err))
+		return
+	}
+	if err := c.reply(ctx, m, ResponseAction, value); err != nil {
+		a.logger.Warn("agency: response not delivered", "agent", a.id, "to", m.From, "action", m.Action, "error", err)
+	}
+}
+
+func (c *Conn) permitted(ctx context.Context, act *action, m *Message) bool {
+	switch act.cfg.policy.decide(m) {
+	case Permitted:
+		return true
+	case Requested:
+		h := c.agent.hooks.permission
+		if h == nil {
+			return false
+		}
+		ok := false
+		c.guard(m, func() { ok = h.RequestPermission(ctx, m) })
+		return ok
+	}
+	return false
+}
+
+// run calls the action's handler, turning a panic into action_failed.
+func (c *Conn) run(ctx context.Context, act *action, m *Message) (value any, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			c.agent.logger.Error("agency: action panicked", "agent", c.agent.id, "action", m.Action, "panic", p, "stack", string(debug.Stack()))
+			value, err = nil, newActionError(ErrorActionFailed, nil, "%s.%s panicked: %v", c.agent.id, m.Action, p)
+		}
+	}()
+	return act.run(ctx, m.Args)
+}
+
+// guard runs a hook, logging rather than crashing on a panic.
+func (c *Conn) guard(m *Message, f func()) {
+	defer func() {
+		if p := recover(); p != nil {
+			c.agent.logger.Error("agency: hook panicked", "agent", c.agent.id, "action", m.Action, "panic", p, "stack", string(debug.Stack()))
+		}
+	}()
+	f()
+}
+
+func (c *Conn) fail(ctx context.Context, m *Message, ae *ActionError) {
+	if err := c.reply(ctx, m, ErrorAction, ae); err != nil {
+		c.agent.logger.Warn("agency: error response not delivered", "agent", c.agent.id, "to", m.From, "action", m.Action, "error", err)
+	}
+}
+
+// reply sends a [response] or [error] for m back to its sender.
+func (c *Conn) reply(ctx context.Context, m *Message, action string, args any) error {
+	r := &Message{To: m.From, From: c.agent.id, ID: NewID(), ParentID: m.ID, Action: action, Args: args}
+	if err := c.router.Route(ctx, r); err != nil {
+		if errors.Is(err, ErrNoRecipient) {
+			c.agent.logger.Debug("agency: the sender is gone; response dropped", "agent", c.agent.id, "to", m.From)
+			return nil
+		}
+		return err
+	}
+	return nil
+}
+
+// logger returns the agent's logger with the agent's id attached.
+func (c *Conn) logger() *slog.Logger { return c.agent.logger.With("agent", c.agent.id) }
+
+// mailbox is an agent's unbounded queue of incoming messages: a space never
+// blocks on a slow agent, and the agent takes what has arrived in one batch.
+type mailbox struct {
+	mu     sync.Mutex
+	queue  []*Message
+	spare  []*Message
+	closed bool
+	wake   chan struct{} // capacity 1: "the queue may have become non-empty"
+}
+
+func (mb *mailbox) put(m *Message) bool {
+	mb.mu.Lock()
+	if mb.closed {
+		mb.mu.Unlock()
+		return false
+	}
+	mb.queue = append(mb.queue, m)
+	first := len(mb.queue) == 1
+	mb.mu.Unlock()
+	if first {
+		select {
+		case mb.wake <- struct{}{}:
+		default:
+		}
+	}
+	return true
+}
+
+// take waits for messages and returns all that are queued; false once the
+// mailbox is closed and empty.
+func (mb *mailbox) take() ([]*Message, bool) {
+	mb.mu.Lock()
+	for len(mb.queue) == 0 {
+		if mb.closed {
+			mb.mu.Unlock()
+			return nil, false
+		}
+		mb.mu.Unlock()
+		<-mb.wake
+		mb.mu.Lock()
+	}
+	batch := mb.queue
+	mb.queue, mb.spare = mb.spare, nil
+	mb.mu.Unlock()
+	return batch, true
+}
+
+// recycle gives a handled batch's storage back for reuse.
+func (mb *mailbox) recycle(batch []*Message) {
+	if cap(batch) > 1024 {
+		return // let a burst's large buffer go
+	}
+	mb.mu.Lock()
+	if mb.spare == nil {
+		mb.spare = batch[:0]
+	}
+	mb.mu.Unlock()
+}
+
+// close stops intake; take returns what is queued, then false.
+func (mb *mailbox) close() {
+	mb.mu.Lock()
+	mb.closed = true
+	mb.mu.Unlock()
+	select {
+	case mb.wake <- struct{}{}:
+	default:
+	}
+}
+
+// discard drops whatever is queued.
+func (mb *mailbox) discard() {
+	mb.mu.Lock()
+	mb.queue = nil
+	mb.mu.Unlock()
+}

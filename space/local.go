@@ -1,0 +1,129 @@
+package space
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/seed72275b23/agency-go/agency"
+)
+
+// Local is a Space whose agents live in this process. It hands each message
+// to its recipients as it is, without encoding it, so a received message
+// must be treated as read-only. Create one with NewLocal.
+type Local struct {
+	mu     sync.RWMutex
+	agents map[string]*agency.Conn
+	closed bool
+}
+
+// NewLocal returns an empty in-process space.
+func NewLocal() *Local {
+	return &Local{agents: make(map[string]*agency.Conn)}
+}
+
+var _ Space = (*Local)(nil)
+
+// Add puts a in the space; see Space.Add.
+func (s *Local) Add(ctx context.Context, a *agency.Agent) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	id := a.ID()
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return ErrClosed
+	}
+	if _, ok := s.agents[id]; ok {
+		s.mu.Unlock()
+		return fmt.Errorf("%w: %q", ErrAgentExists, id)
+	}
+	c, err := agency.Connect(a, localRouter{s: s, id: id})
+	if err != nil {
+		s.mu.Unlock()
+		return err
+	}
+	s.agents[id] = c
+	s.mu.Unlock()
+	c.Added(ctx)
+	return nil
+}
+
+// Remove takes the agent with the given id out; see Space.Remove. Messages
+// sent to it while it drains fail as if it were gone.
+func (s *Local) Remove(ctx context.Context, id string) error {
+	s.mu.RLock()
+	c, ok := s.agents[id]
+	s.mu.RUnlock()
+	if !ok {
+		return fmt.Errorf("%w: %q", ErrUnknownAgent, id)
+	}
+	err := c.Close(ctx)
+	s.mu.Lock()
+	if s.agents[id] == c {
+		delete(s.agents, id)
+	}
+	s.mu.Unlock()
+	return err
+}
+
+// Close removes every agent, concurrently, and closes the space; see
+// Space.Close.
+func (s *Local) Close(ctx context.Context) error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	conns := make([]*agency.Conn, 0, len(s.agents))
+	for _, c := range s.agents {
+		conns = append(conns, c)
+	}
+	s.mu.Unlock()
+
+	errs := make([]error, len(conns))
+	var wg sync.WaitGroup
+	for i, c := range conns {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = c.Close(ctx)
+		}()
+	}
+	wg.Wait()
+	s.mu.Lock()
+	clear(s.agents)
+	s.mu.Unlock()
+	return errors.Join(errs...)
+}
+
+// localRouter routes one agent's messages.
+type localRouter struct {
+	s  *Local
+	id string
+}
+
+func (r localRouter) Route(_ context.Context, m *agency.Message) error {
+	if m.From != r.id {
+		return fmt.Errorf("%w: %q sending as %q", agency.ErrForgedSender, r.id, m.From)
+	}
+	s := r.s
+	if m.To == agency.Broadcast {
+		s.mu.RLock()
+		defer s.mu.RUnlock()
+		for _, c := range s.agents {
+			_ = c.Deliver(m) // an agent on its way out misses the broadcast
+		}
+		return nil
+	}
+	s.mu.RLock()
+	c, ok := s.agents[m.To]
+	s.mu.RUnlock()
+	if !ok {
+		return fmt.Errorf("%w: %q", agency.ErrNoRecipient, m.To)
+	}
+	return c.Deliver(m)
+}
