@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"runtime/debug"
 	"sync"
 )
@@ -290,9 +289,6 @@ func (c *Conn) reply(ctx context.Context, m *Message, action string, args any) e
 	}
 	return nil
 }
-
-// logger returns the agent's logger with the agent's id attached.
-func (c *Conn) logger() *slog.Logger { return c.agent.logger.With("agent", c.agent.id) }
 
 // mailbox is an agent's unbounded queue of incoming messages: a space never
 // blocks on a slow agent, and the agent takes what has arrived in one batch.
