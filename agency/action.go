@@ -151,6 +151,9 @@ func Register[A, R any](a *Agent, name string, h func(context.Context, A) (R, er
 		if err := decodeArgs(info, ex, &args); err != nil {
 			return fmt.Errorf("agency: action %q: example %d: %w", name, i+1, err)
 		}
+		if text, ok := ex.(string); ok {
+			ex = json.RawMessage(text) // a JSON object as a string, not a JSON string
+		}
 		b, err := encodeArgsObject(ex)
 		if err != nil {
 			return fmt.Errorf("agency: action %q: example %d: %w", name, i+1, err)

@@ -250,8 +250,12 @@ func Value[R any](m *Message) (R, error) {
 		}
 		return r, fmt.Errorf("agency: Value of a %q message, not a [response]", m.Action)
 	}
-	if v, ok := m.Args.(R); ok {
-		return v, nil
+	// A value from the wire is a json.RawMessage, which every interface type
+	// R would hold as it is: decode it unless an R is the raw text itself.
+	if _, raw := m.Args.(json.RawMessage); !raw || reflect.TypeFor[R]() == reflect.TypeFor[json.RawMessage]() {
+		if v, ok := m.Args.(R); ok {
+			return v, nil
+		}
 	}
 	if err := convert(m.Args, &r); err != nil {
 		return r, fmt.Errorf("agency: response value from %q is not a %v: %w", m.From, reflect.TypeFor[R](), err)

@@ -289,7 +289,24 @@ func fieldByIndex(v reflect.Value, index []int) reflect.Value {
 func describeDecodeError(err error, t reflect.Type) string {
 	var te *json.UnmarshalTypeError
 	if errors.As(err, &te) {
-		return "must be " + jsonKind(t) + ", not " + te.Value
+		base := t
+		for base.Kind() == reflect.Pointer {
+			base = base.Elem()
+		}
+		if te.Type == nil || te.Type == base || te.Type == t {
+			return "must be " + jsonKind(t) + ", not " + te.Value
+		}
+		// The value has the right kind; something inside it does not.
+		inner := "a value inside"
+		switch {
+		case te.Field != "":
+			inner = fmt.Sprintf("field %q inside", te.Field)
+		case base.Kind() == reflect.Slice || base.Kind() == reflect.Array:
+			inner = "an element"
+		case base.Kind() == reflect.Map:
+			inner = "a value"
+		}
+		return inner + " must be " + jsonKind(te.Type) + ", not " + te.Value
 	}
 	return strings.TrimPrefix(err.Error(), "json: ")
 }

@@ -3,9 +3,11 @@ package agency
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -156,8 +158,12 @@ func (m *Message) validate() error {
 	}
 	switch m.Action {
 	case ErrorAction:
-		if _, ok := m.Args.(*ActionError); !ok {
+		ae, ok := m.Args.(*ActionError)
+		if !ok || ae == nil {
 			return fmt.Errorf("%w: an [error] carries an *ActionError, not %T", ErrMalformedMessage, m.Args)
+		}
+		if ae.Type == "" {
+			return fmt.Errorf("%w: an [error] needs a type", ErrMalformedMessage)
 		}
 	case ResponseAction:
 	default:
@@ -210,29 +216,43 @@ func DecodeMessage(data []byte) (*Message, error) {
 
 // UnmarshalJSON decodes the wire format into m; see [DecodeMessage].
 func (m *Message) UnmarshalJSON(data []byte) error {
-	var w struct {
-		To     *string                    `json:"to"`
-		From   *string                    `json:"from"`
-		Action map[string]json.RawMessage `json:"action"`
+	// A map, not a struct: encoding/json matches struct fields without regard
+	// to case, and its Decoder does not see a stray '}' or ']' after the
+	// object. json.Unmarshal checks the whole input.
+	var top map[string]json.RawMessage
+	if err := json.Unmarshal(data, &top); err != nil {
+		return fmt.Errorf("%w: %s", ErrMalformedMessage, describeTopLevel(data, err))
 	}
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&w); err != nil {
-		return fmt.Errorf("%w: %v", ErrMalformedMessage, err)
+	if top == nil {
+		return fmt.Errorf("%w: a message is a JSON object, not null", ErrMalformedMessage)
 	}
-	if dec.More() {
-		return fmt.Errorf("%w: data after the message object", ErrMalformedMessage)
+	var unknown []string
+	for k := range top {
+		if k != "to" && k != "from" && k != "action" {
+			unknown = append(unknown, strconv.Quote(k))
+		}
+	}
+	if len(unknown) > 0 {
+		slices.Sort(unknown)
+		return fmt.Errorf("%w: unknown key %s; a message has only \"to\", \"from\" and \"action\"",
+			ErrMalformedMessage, strings.Join(unknown, ", "))
 	}
 	var out Message
-	switch {
-	case w.To == nil:
-		return fmt.Errorf("%w: no \"to\"", ErrMalformedMessage)
-	case w.From == nil:
-		return fmt.Errorf("%w: no \"from\"", ErrMalformedMessage)
-	case w.Action == nil:
+	var err error
+	if out.To, err = topString(top, "to"); err != nil {
+		return err
+	}
+	if out.From, err = topString(top, "from"); err != nil {
+		return err
+	}
+	rawAction := top["action"]
+	if isNull(rawAction) {
 		return fmt.Errorf("%w: no \"action\" object", ErrMalformedMessage)
 	}
-	out.To, out.From = *w.To, *w.From
+	var action map[string]json.RawMessage
+	if err := json.Unmarshal(rawAction, &action); err != nil {
+		return fmt.Errorf("%w: \"action\" must be an object, not %s", ErrMalformedMessage, jsonKindOf(rawAction))
+	}
 	if err := validateRecipient(out.To); err != nil {
 		return fmt.Errorf("%w: to: %v", ErrMalformedMessage, err)
 	}
@@ -240,7 +260,7 @@ func (m *Message) UnmarshalJSON(data []byte) error {
 		return fmt.Errorf("%w: from: %v", ErrMalformedMessage, err)
 	}
 	var names []string
-	for k := range w.Action {
+	for k := range action {
 		if k != metaKey {
 			names = append(names, k)
 		}
@@ -258,12 +278,12 @@ func (m *Message) UnmarshalJSON(data []byte) error {
 	if err := validateActionName(out.Action); err != nil {
 		return fmt.Errorf("%w: %v", ErrMalformedMessage, err)
 	}
-	if raw, ok := w.Action[metaKey]; ok {
+	if raw, ok := action[metaKey]; ok {
 		if err := out.decodeMeta(raw); err != nil {
 			return err
 		}
 	}
-	if err := out.decodeArgs(w.Action[out.Action]); err != nil {
+	if err := out.decodeArgs(action[out.Action]); err != nil {
 		return err
 	}
 	*m = out
@@ -278,7 +298,7 @@ func (m *Message) decodeMeta(raw json.RawMessage) error {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber() // numbers travel unchanged, not rounded through float64
 	if err := dec.Decode(&meta); err != nil {
-		return fmt.Errorf("%w: __meta__ must be an object: %v", ErrMalformedMessage, err)
+		return fmt.Errorf("%w: __meta__ must be an object, not %s", ErrMalformedMessage, jsonKindOf(raw))
 	}
 	for _, k := range []string{"id", "parent_id"} {
 		v, ok := meta[k]
@@ -341,6 +361,51 @@ func (m *Message) decodeArgs(raw json.RawMessage) error {
 		}
 	}
 	return nil
+}
+
+// topString returns the string under a top-level key of a message.
+func topString(top map[string]json.RawMessage, key string) (string, error) {
+	raw := top[key]
+	if isNull(raw) {
+		return "", fmt.Errorf("%w: no %q", ErrMalformedMessage, key)
+	}
+	var s string
+	if err := json.Unmarshal(raw, &s); err != nil {
+		return "", fmt.Errorf("%w: %q must be a string, not %s", ErrMalformedMessage, key, jsonKindOf(raw))
+	}
+	return s, nil
+}
+
+// describeTopLevel says why data is not a JSON object.
+func describeTopLevel(data []byte, err error) string {
+	var te *json.UnmarshalTypeError
+	switch {
+	case len(bytes.TrimSpace(data)) == 0:
+		return "empty input; a message is a JSON object"
+	case errors.As(err, &te):
+		return "a message is a JSON object, not " + jsonKindOf(bytes.TrimSpace(data))
+	}
+	return "not valid JSON: " + strings.TrimPrefix(err.Error(), "json: ")
+}
+
+// jsonKindOf names the kind of a valid JSON value by its first byte.
+func jsonKindOf(raw []byte) string {
+	if len(raw) == 0 {
+		return "nothing"
+	}
+	switch raw[0] {
+	case '{':
+		return "an object"
+	case '[':
+		return "an array"
+	case '"':
+		return "a string"
+	case 't', 'f':
+		return "a boolean"
+	case 'n':
+		return "null"
+	}
+	return "a number"
 }
 
 func isNull(raw json.RawMessage) bool {
