@@ -72,5 +72,6 @@ func RespondError(ctx context.Context, err error) error {
 	if err == nil {
 		return fmt.Errorf("agency: RespondError(nil)")
 	}
-	return c.conn.reply(ctx, c.msg, ErrorAction, asActionError(err))
+	ae := asActionError(err)
+	return c.conn.reply(ctx, c.msg, ErrorAction, &ActionError{Type: ae.Type, Text: ae.Text})
 }

@@ -69,7 +69,7 @@ func (c *Conn) Agent() *Agent { return c.agent }
 // reachable, before its Add returns.
 func (c *Conn) Added(ctx context.Context) {
 	if h := c.agent.hooks.afterAdd; h != nil {
-		h.AfterAdd(&actionContext{Context: ctx, conn: c})
+		c.guard("AfterAdd", func() { h.AfterAdd(&actionContext{Context: ctx, conn: c}) })
 	}
 }
 
@@ -105,7 +105,7 @@ func (c *Conn) Deliver(m *Message) error {
 func (c *Conn) Close(ctx context.Context) error {
 	c.closeOnce.Do(func() {
 		if h := c.agent.hooks.beforeRemove; h != nil {
-			h.BeforeRemove(&actionContext{Context: ctx, conn: c})
+			c.guard("BeforeRemove", func() { h.BeforeRemove(&actionContext{Context: ctx, conn: c}) })
 		}
 		c.mb.close()
 		select {
@@ -193,13 +193,13 @@ func (c *Conn) handle(m *Message) {
 	switch m.Action {
 	case ResponseAction:
 		if h := a.hooks.value; h != nil {
-			c.guard(m, func() { h.HandleActionValue(ctx, m) })
+			c.guard("HandleActionValue", func() { h.HandleActionValue(ctx, m) })
 		}
 		return
 	case ErrorAction:
 		if h := a.hooks.err; h != nil {
 			ae, _ := m.Err().(*ActionError)
-			c.guard(m, func() { h.HandleActionError(ctx, m, ae) })
+			c.guard("HandleActionError", func() { h.HandleActionError(ctx, m, ae) })
 		}
 		return
 	case HelpAction:
@@ -219,14 +219,21 @@ func (c *Conn) handle(m *Message) {
 		return
 	}
 	if h := a.hooks.before; h != nil {
-		h.BeforeAction(ctx, m)
+		c.guard("BeforeAction", func() { h.BeforeAction(ctx, m) })
 	}
 	value, err := c.run(ctx, act, m)
-	if h := a.hooks.after; h != nil {
-		h.AfterAction(ctx, m, value, err)
-	}
+	var ae *ActionError
 	if err != nil {
-		c.fail(ctx, m, asActionError(err))
+		// AfterAction sees the error the caller receives; it unwraps to the
+		// handler's own error.
+		ae = asActionError(err)
+		err = ae
+	}
+	if h := a.hooks.after; h != nil {
+		c.guard("AfterAction", func() { h.AfterAction(ctx, m, value, err) })
+	}
+	if ae != nil {
+		c.fail(ctx, m, ae)
 		return
 	}
 	if err := c.reply(ctx, m, ResponseAction, value); err != nil {
@@ -244,7 +251,7 @@ func (c *Conn) permitted(ctx context.Context, act *action, m *Message) bool {
 			return false
 		}
 		ok := false
-		c.guard(m, func() { ok = h.RequestPermission(ctx, m) })
+		c.guard("RequestPermission", func() { ok = h.RequestPermission(ctx, m) })
 		return ok
 	}
 	return false
@@ -261,18 +268,21 @@ func (c *Conn) run(ctx context.Context, act *action, m *Message) (value any, err
 	return act.run(ctx, m.Args)
 }
 
-// guard runs a hook, logging rather than crashing on a panic.
-func (c *Conn) guard(m *Message, f func()) {
+// guard runs a hook, logging rather than crashing on a panic: a hook's bug
+// must not take the agent, or the space, down with it.
+func (c *Conn) guard(hook string, f func()) {
 	defer func() {
 		if p := recover(); p != nil {
-			c.agent.logger.Error("agency: hook panicked", "agent", c.agent.id, "action", m.Action, "panic", p, "stack", string(debug.Stack()))
+			c.agent.logger.Error("agency: hook panicked", "agent", c.agent.id, "hook", hook, "panic", p, "stack", string(debug.Stack()))
 		}
 	}()
 	f()
 }
 
+// fail sends ae back to m's sender. The cause stays here: a caller sees the
+// same error whether or not the message crossed a wire.
 func (c *Conn) fail(ctx context.Context, m *Message, ae *ActionError) {
-	if err := c.reply(ctx, m, ErrorAction, ae); err != nil {
+	if err := c.reply(ctx, m, ErrorAction, &ActionError{Type: ae.Type, Text: ae.Text}); err != nil {
 		c.agent.logger.Warn("agency: error response not delivered", "agent", c.agent.id, "to", m.From, "action", m.Action, "error", err)
 	}
 }

@@ -1,11 +1,18 @@
-// Command calculator runs a Calculator agent and a user agent that asks it
-// for help and calls it, on the in-process space.
+// Command calculator runs three agents on the in-process space: a
+// Calculator, its Owner and a User. The User asks the Calculator for help,
+// calls add, and calls clear twice. The access of clear is requested: before
+// each call the Calculator asks its Owner, a stand-in for a human, who
+// approves one clear per run.
+//
+//	go run ./examples/calculator
 package main
 
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"log"
 	"os"
 	"time"
@@ -17,8 +24,7 @@ import (
 // Calculator adds numbers for anyone, and clears its memory when its owner
 // agrees.
 type Calculator struct {
-	memory   float64
-	approved func(m *agency.Message) bool
+	memory float64
 }
 
 // AddArgs are the arguments of add.
@@ -27,7 +33,8 @@ type AddArgs struct {
 	B float64 `json:"b" jsonschema:"description=second addend"`
 }
 
-// Add returns a+b.
+// Add returns a+b. Its state needs no lock: the agent runs one action at a
+// time.
 func (c *Calculator) Add(ctx context.Context, args AddArgs) (float64, error) {
 	c.memory = args.A + args.B
 	return c.memory, nil
@@ -44,22 +51,59 @@ func (c *Calculator) Clear(ctx context.Context, args ClearArgs) (string, error) 
 	return "cleared: " + args.Reason, nil
 }
 
-// RequestPermission decides calls of actions whose access is requested.
+// RequestPermission decides each call of an action whose access is
+// requested, by asking the Owner agent. It may wait as long as a human
+// takes to answer: the Owner's response does not queue behind the
+// Calculator's own inbox.
 func (c *Calculator) RequestPermission(ctx context.Context, m *agency.Message) bool {
-	return c.approved(m)
+	args, err := json.Marshal(m.Args) // not yet decoded or validated
+	if err != nil {
+		return false
+	}
+	ok, err := agency.Call[bool](ctx, agency.AgentFrom(ctx), "Owner", "approve",
+		ApproveArgs{Caller: m.From, Action: m.Action, Args: args})
+	return err == nil && ok
+}
+
+// Owner stands in for the human who owns the Calculator. It approves one
+// clear per run and says what it decided.
+type Owner struct {
+	out      io.Writer
+	approved int
+}
+
+// ApproveArgs describe a call that waits for the owner's approval.
+type ApproveArgs struct {
+	Caller string          `json:"caller" validate:"required"`
+	Action string          `json:"action" validate:"required"`
+	Args   json.RawMessage `json:"args"`
+}
+
+// Approve answers whether the call may run.
+func (o *Owner) Approve(ctx context.Context, args ApproveArgs) (bool, error) {
+	ok := o.approved == 0
+	if ok {
+		o.approved++
+	}
+	verdict := "refused"
+	if ok {
+		verdict = "approved"
+	}
+	asker := agency.MessageFrom(ctx).From // the agent that runs the action
+	fmt.Fprintf(o.out, "Owner: %s asks to run %s.%s %s: %s\n", args.Caller, asker, args.Action, args.Args, verdict)
+	return ok, nil
 }
 
 func main() {
-	if err := run(context.Background()); err != nil {
+	if err := run(context.Background(), os.Stdout); err != nil {
 		log.Fatal(err)
 	}
 }
 
-func run(ctx context.Context) error {
-	calc := &Calculator{approved: func(m *agency.Message) bool {
-		fmt.Printf("permission asked: %s wants %s; granted\n", m.From, m.Action)
-		return true
-	}}
+// run sets up the space and plays the User's part, writing what happens to
+// w.
+func run(ctx context.Context, w io.Writer) (err error) {
+	calc := &Calculator{}
 	calcAgent, err := agency.NewAgent("Calculator", agency.Hooks(calc))
 	if err != nil {
 		return err
@@ -70,7 +114,18 @@ func run(ctx context.Context) error {
 		agency.Example(AddArgs{A: 1, B: 2}))
 	agency.Handle(calcAgent, "clear", calc.Clear,
 		agency.Describe("Clears the calculator's memory"),
+		agency.Returns("what was done"),
 		agency.WithAccess(agency.Requested))
+
+	owner := &Owner{out: w}
+	ownerAgent, err := agency.NewAgent("Owner")
+	if err != nil {
+		return err
+	}
+	// Only the Calculator may ask the Owner; no one else even sees approve.
+	agency.Handle(ownerAgent, "approve", owner.Approve,
+		agency.Describe("Asks the owner to approve a call"),
+		agency.AccessBySender(map[string]agency.Access{"Calculator": agency.Permitted}, agency.Denied))
 
 	user, err := agency.NewAgent("User")
 	if err != nil {
@@ -78,41 +133,47 @@ func run(ctx context.Context) error {
 	}
 
 	sp := space.NewLocal()
-	defer sp.Close(ctx)
-	if err := sp.Add(ctx, calcAgent); err != nil {
-		return err
-	}
-	if err := sp.Add(ctx, user); err != nil {
-		return err
+	defer func() { err = errors.Join(err, sp.Close(context.Background())) }()
+	for _, a := range []*agency.Agent{calcAgent, ownerAgent, user} {
+		if err := sp.Add(ctx, a); err != nil {
+			return err
+		}
 	}
 
-	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	// A safety net: nothing here should take more than a moment.
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 
 	help, err := agency.Call[map[string]agency.ActionHelp](ctx, user, "Calculator", "help", nil)
 	if err != nil {
 		return err
 	}
-	enc := json.NewEncoder(os.Stdout)
-	enc.SetIndent("", "  ")
-	fmt.Println("help from Calculator:")
-	if err := enc.Encode(help); err != nil {
+	b, err := json.MarshalIndent(help, "", "  ")
+	if err != nil {
 		return err
 	}
+	fmt.Fprintf(w, "User received help from Calculator:\n%s\n", b)
 
 	sum, err := agency.Call[float64](ctx, user, "Calculator", "add", AddArgs{A: 1, B: 2})
 	if err != nil {
 		return err
 	}
-	fmt.Println("add(1, 2) =", sum)
+	fmt.Fprintln(w, "User: add(1, 2) =", sum)
 
+	// Arguments as an LLM might send them, with one missing.
 	_, err = user.Request(ctx, "Calculator", "add", map[string]any{"a": 1})
-	fmt.Println("add with b missing:", err)
+	fmt.Fprintln(w, "User: add with b missing:", err)
 
 	cleared, err := agency.Call[string](ctx, user, "Calculator", "clear", ClearArgs{Reason: "new day"})
 	if err != nil {
 		return err
 	}
-	fmt.Println(cleared)
+	fmt.Fprintln(w, "User:", cleared)
+
+	_, err = agency.Call[string](ctx, user, "Calculator", "clear", ClearArgs{Reason: "once more"})
+	if !errors.Is(err, agency.ErrPermissionDenied) {
+		return fmt.Errorf("second clear: got %v, want permission denied", err)
+	}
+	fmt.Fprintln(w, "User: clear again:", err)
 	return nil
 }
