@@ -191,6 +191,9 @@ func (a *Agent) RequestMessage(ctx context.Context, m *Message) (*Message, error
 	ch := c.await(m.ID)
 	defer c.forget(m.ID)
 	if err := c.router.Route(ctx, m); err != nil {
+		if ctx.Err() != nil {
+			return nil, requestError(ctx, m.To, m.Action) // the same error as a wait that ran out
+		}
 		return nil, err
 	}
 	select {
