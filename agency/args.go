@@ -42,6 +42,7 @@ type fieldPlan struct {
 	required bool
 	elem     *structPlan // for a struct field, or the element of a slice field
 	slice    bool
+	strict   bool // holds structs of its own, so unknown keys must be caught
 }
 
 var typeInfos sync.Map // reflect.Type → *typeInfo
@@ -111,7 +112,7 @@ func buildPlan(t reflect.Type, seen map[reflect.Type]*structPlan, hasRules *bool
 		if name == "" {
 			name = sf.Name
 		}
-		f := &fieldPlan{name: name, index: []int{i}, typ: ft, rules: rules}
+		f := &fieldPlan{name: name, index: []int{i}, typ: ft, rules: rules, strict: holdsStruct(ft, map[reflect.Type]bool{})}
 		omit := strings.Contains(","+opts+",", ",omitempty,") || strings.Contains(","+opts+",", ",omitzero,")
 		f.required = (!omit && ft.Kind() != reflect.Pointer) || hasRule(rules, "required")
 		switch {
@@ -141,6 +142,24 @@ func (p *structPlan) add(f *fieldPlan) {
 	if f.required {
 		p.required = append(p.required, f.name)
 	}
+}
+
+// holdsStruct reports whether a value of type t can hold a struct that
+// encoding/json fills field by field.
+func holdsStruct(t reflect.Type, seen map[reflect.Type]bool) bool {
+	if seen[t] {
+		return false
+	}
+	seen[t] = true
+	switch t.Kind() {
+	case reflect.Pointer, reflect.Slice, reflect.Array:
+		return holdsStruct(t.Elem(), seen)
+	case reflect.Map:
+		return holdsStruct(t.Elem(), seen)
+	case reflect.Struct:
+		return !decodesItself(t)
+	}
+	return false
 }
 
 // structElem returns the struct type of a slice element (T or *T) whose
@@ -253,10 +272,14 @@ func decodeObject(p *structPlan, raw []byte, rv reflect.Value, prefix string, er
 				decodeObject(f.elem, item, ev, fmt.Sprintf("%s[%d]", path, i), errs)
 			}
 			fv.Set(s)
-		default:
+		case f.strict:
 			dec := json.NewDecoder(bytes.NewReader(v))
 			dec.DisallowUnknownFields()
 			if err := dec.Decode(fv.Addr().Interface()); err != nil {
+				errs.add(path, "%s", describeDecodeError(err, f.typ))
+			}
+		default: // no struct inside, so no unknown keys to catch: the cheaper call
+			if err := json.Unmarshal(v, fv.Addr().Interface()); err != nil {
 				errs.add(path, "%s", describeDecodeError(err, f.typ))
 			}
 		}
