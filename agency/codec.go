@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 const metaKey = "__meta__"
@@ -216,21 +217,41 @@ func DecodeMessage(data []byte) (*Message, error) {
 
 // UnmarshalJSON decodes the wire format into m; see [DecodeMessage].
 func (m *Message) UnmarshalJSON(data []byte) error {
-	// A map, not a struct: encoding/json matches struct fields without regard
-	// to case, and its Decoder does not see a stray '}' or ']' after the
-	// object. json.Unmarshal checks the whole input.
-	var top map[string]json.RawMessage
-	if err := json.Unmarshal(data, &top); err != nil {
-		return fmt.Errorf("%w: %s", ErrMalformedMessage, describeTopLevel(data, err))
+	// json.Valid checks the whole input once; the walk below then splits the
+	// objects into their members without building maps, matching keys
+	// exactly (encoding/json would match struct fields regardless of case)
+	// and refusing a key given twice (two parsers could read it two ways).
+	if !json.Valid(data) {
+		var v any
+		return fmt.Errorf("%w: %s", ErrMalformedMessage, describeTopLevel(data, json.Unmarshal(data, &v)))
 	}
-	if top == nil {
-		return fmt.Errorf("%w: a message is a JSON object, not null", ErrMalformedMessage)
+	data = bytes.Clone(bytes.TrimSpace(data)) // the message keeps slices of it
+	if data[0] != '{' {
+		return fmt.Errorf("%w: a message is a JSON object, not %s", ErrMalformedMessage, jsonKindOf(data))
 	}
+	var to, from, action []byte
 	var unknown []string
-	for k := range top {
-		if k != "to" && k != "from" && k != "action" {
-			unknown = append(unknown, strconv.Quote(k))
+	err := eachMember(data, func(key string, raw []byte) error {
+		var slot *[]byte
+		switch key {
+		case "to":
+			slot = &to
+		case "from":
+			slot = &from
+		case "action":
+			slot = &action
+		default:
+			unknown = append(unknown, strconv.Quote(key))
+			return nil
 		}
+		if *slot != nil {
+			return fmt.Errorf("%w: key %q given twice", ErrMalformedMessage, key)
+		}
+		*slot = raw
+		return nil
+	})
+	if err != nil {
+		return err
 	}
 	if len(unknown) > 0 {
 		slices.Sort(unknown)
@@ -238,20 +259,17 @@ func (m *Message) UnmarshalJSON(data []byte) error {
 			ErrMalformedMessage, strings.Join(unknown, ", "))
 	}
 	var out Message
-	var err error
-	if out.To, err = topString(top, "to"); err != nil {
+	if out.To, err = topString(to, "to"); err != nil {
 		return err
 	}
-	if out.From, err = topString(top, "from"); err != nil {
+	if out.From, err = topString(from, "from"); err != nil {
 		return err
 	}
-	rawAction := top["action"]
-	if isNull(rawAction) {
+	if isNull(action) {
 		return fmt.Errorf("%w: no \"action\" object", ErrMalformedMessage)
 	}
-	var action map[string]json.RawMessage
-	if err := json.Unmarshal(rawAction, &action); err != nil {
-		return fmt.Errorf("%w: \"action\" must be an object, not %s", ErrMalformedMessage, jsonKindOf(rawAction))
+	if action[0] != '{' {
+		return fmt.Errorf("%w: \"action\" must be an object, not %s", ErrMalformedMessage, jsonKindOf(action))
 	}
 	if err := validateRecipient(out.To); err != nil {
 		return fmt.Errorf("%w: to: %v", ErrMalformedMessage, err)
@@ -259,11 +277,25 @@ func (m *Message) UnmarshalJSON(data []byte) error {
 	if err := ValidateID(out.From); err != nil {
 		return fmt.Errorf("%w: from: %v", ErrMalformedMessage, err)
 	}
+	var meta, args []byte
 	var names []string
-	for k := range action {
-		if k != metaKey {
-			names = append(names, k)
+	err = eachMember(action, func(key string, raw []byte) error {
+		if key == metaKey {
+			if meta != nil {
+				return fmt.Errorf("%w: key %q given twice", ErrMalformedMessage, key)
+			}
+			meta = raw
+			return nil
 		}
+		if slices.Contains(names, key) {
+			return fmt.Errorf("%w: action %q given twice", ErrMalformedMessage, key)
+		}
+		names = append(names, key)
+		args = raw
+		return nil
+	})
+	if err != nil {
+		return err
 	}
 	switch len(names) {
 	case 0:
@@ -278,12 +310,12 @@ func (m *Message) UnmarshalJSON(data []byte) error {
 	if err := validateActionName(out.Action); err != nil {
 		return fmt.Errorf("%w: %v", ErrMalformedMessage, err)
 	}
-	if raw, ok := action[metaKey]; ok {
-		if err := out.decodeMeta(raw); err != nil {
+	if meta != nil {
+		if err := out.decodeMeta(meta); err != nil {
 			return err
 		}
 	}
-	if err := out.decodeArgs(action[out.Action]); err != nil {
+	if err := out.decodeArgs(args); err != nil {
 		return err
 	}
 	*m = out
@@ -363,17 +395,15 @@ func (m *Message) decodeArgs(raw json.RawMessage) error {
 	return nil
 }
 
-// topString returns the string under a top-level key of a message.
-func topString(top map[string]json.RawMessage, key string) (string, error) {
-	raw := top[key]
+// topString decodes the string value of a top-level key of a message.
+func topString(raw []byte, key string) (string, error) {
 	if isNull(raw) {
 		return "", fmt.Errorf("%w: no %q", ErrMalformedMessage, key)
 	}
-	var s string
-	if err := json.Unmarshal(raw, &s); err != nil {
+	if raw[0] != '"' {
 		return "", fmt.Errorf("%w: %q must be a string, not %s", ErrMalformedMessage, key, jsonKindOf(raw))
 	}
-	return s, nil
+	return unquote(raw)
 }
 
 // describeTopLevel says why data is not a JSON object.
@@ -410,4 +440,95 @@ func jsonKindOf(raw []byte) string {
 
 func isNull(raw json.RawMessage) bool {
 	return len(raw) == 0 || string(raw) == "null"
+}
+
+// The walk over valid JSON: eachMember and its helpers assume json.Valid
+// has accepted the input, so they check no syntax and never index past the
+// end of a valid document.
+
+// eachMember calls f with each key of the JSON object obj, in order, and the
+// raw text of its value.
+func eachMember(obj []byte, f func(key string, raw []byte) error) error {
+	i := skipSpace(obj, 1) // past '{'
+	if obj[i] == '}' {
+		return nil
+	}
+	for {
+		end := skipString(obj, i)
+		key, err := unquote(obj[i:end])
+		if err != nil {
+			return err
+		}
+		i = skipSpace(obj, skipSpace(obj, end)+1) // past ':'
+		vend := skipValue(obj, i)
+		if err := f(key, obj[i:vend]); err != nil {
+			return err
+		}
+		i = skipSpace(obj, vend)
+		if obj[i] == '}' {
+			return nil
+		}
+		i = skipSpace(obj, i+1) // past ','
+	}
+}
+
+func skipSpace(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// skipString returns the index just past the string that starts at b[i].
+func skipString(b []byte, i int) int {
+	for i++; i < len(b); i++ {
+		switch b[i] {
+		case '\\':
+			i++
+		case '"':
+			return i + 1
+		}
+	}
+	return i
+}
+
+// skipValue returns the index just past the value that starts at b[i].
+func skipValue(b []byte, i int) int {
+	switch b[i] {
+	case '"':
+		return skipString(b, i)
+	case '{', '[':
+		depth := 0
+		for ; i < len(b); i++ {
+			switch b[i] {
+			case '"':
+				i = skipString(b, i) - 1
+			case '{', '[':
+				depth++
+			case '}', ']':
+				depth--
+				if depth == 0 {
+					return i + 1
+				}
+			}
+		}
+		return i
+	}
+	for i < len(b) && !strings.ContainsRune(",}] \t\r\n", rune(b[i])) {
+		i++
+	}
+	return i
+}
+
+// unquote decodes a JSON string literal.
+func unquote(lit []byte) (string, error) {
+	body := lit[1 : len(lit)-1]
+	if bytes.IndexByte(body, '\\') < 0 && utf8.Valid(body) {
+		return string(body), nil
+	}
+	var s string
+	if err := json.Unmarshal(lit, &s); err != nil {
+		return "", fmt.Errorf("%w: %v", ErrMalformedMessage, err)
+	}
+	return s, nil
 }

@@ -349,6 +349,10 @@ func TestDecodeMessageRejectsMalformed(t *testing.T) {
 		{"action empty", wireText(`"A"`, `"B"`, `{}`), []string{"names no action"}},
 		{"only meta", wireText(`"A"`, `"B"`, `{"__meta__":{"id":"x"}}`), []string{"names no action"}},
 		{"two actions", wireText(`"A"`, `"B"`, `{"add":{},"sub":{}}`), []string{"2 actions", "add", "sub", "exactly one"}},
+		{"same action twice", wireText(`"A"`, `"B"`, `{"add":{"a":1},"add":{"a":2}}`), []string{`action "add" given twice`}},
+		{"meta twice", wireText(`"A"`, `"B"`, `{"__meta__":{},"add":{},"__meta__":{}}`), []string{`key "__meta__" given twice`}},
+		{"to twice", `{"to":"A","to":"C","from":"B","action":{"add":{}}}`, []string{`key "to" given twice`}},
+		{"action twice", `{"to":"A","from":"B","action":{"add":{}},"action":{"sub":{}}}`, []string{`key "action" given twice`}},
 		{"args array", wireText(`"A"`, `"B"`, `{"add":[1,2]}`), []string{`arguments of "add" must be an object`}},
 		{"args string", wireText(`"A"`, `"B"`, `{"add":"a=1"}`), []string{`arguments of "add" must be an object`}},
 		{"args number", wireText(`"A"`, `"B"`, `{"add":1}`), []string{`arguments of "add" must be an object`}},
@@ -477,5 +481,49 @@ func TestMarshalRefusesUndecodable(t *testing.T) {
 				t.Errorf("String() = %q", s)
 			}
 		})
+	}
+}
+
+// TestDecodeMessageSpacingAndEscapes decodes a message written with white
+// space between every token, escaped keys and strings holding the
+// characters the decoder's walk treats specially.
+func TestDecodeMessageSpacingAndEscapes(t *testing.T) {
+	in := " \n{ \"to\" :\t\"A\" , \"from\" : \"B\" ,\r\n \"action\" : { \"__meta__\" : { \"id\" : \"x\" , " +
+		"\"note\" : \"}]\\\",{[\" } , \"a\\u0064d\" : { \"s\" : \"{\\\"}\" , \"l\" : [ 1 , { \"k\" : \"]\" } ] } } } \n"
+	m, err := agency.DecodeMessage([]byte(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.To != "A" || m.From != "B" || m.ID != "x" || m.Action != "add" {
+		t.Fatalf("got to=%q from=%q id=%q action=%q", m.To, m.From, m.ID, m.Action)
+	}
+	if got := m.Meta["note"]; got != "}]\",{[" {
+		t.Errorf("meta note = %q", got)
+	}
+	var args struct {
+		S string `json:"s"`
+		L []any  `json:"l"`
+	}
+	if err := json.Unmarshal(m.Args.(json.RawMessage), &args); err != nil {
+		t.Fatal(err)
+	}
+	if args.S != `{"}` || len(args.L) != 2 {
+		t.Errorf("args = %+v", args)
+	}
+}
+
+// TestDecodeMessageKeepsNoReference shows a decoded message owns its bytes:
+// a transport may reuse its read buffer as soon as DecodeMessage returns.
+func TestDecodeMessageKeepsNoReference(t *testing.T) {
+	buf := []byte(`{"to":"A","from":"B","action":{"add":{"a":1}}}`)
+	m, err := agency.DecodeMessage(buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range buf {
+		buf[i] = ' '
+	}
+	if got := string(m.Args.(json.RawMessage)); got != `{"a":1}` {
+		t.Fatalf("args after the buffer was reused: %q", got)
 	}
 }
