@@ -96,7 +96,7 @@ func AccessBySender(policies map[string]Access, def Access) ActionOption {
 // AccessFunc decides an action's access per incoming message. For help, f is
 // asked about a message from the asking agent that names the action and
 // carries no arguments. f runs on the agent's goroutine and must not block;
-// use Requested to ask a human.
+// use Requested to ask a human. A panic in f counts as Denied.
 func AccessFunc(f func(m *Message) Access) ActionOption {
 	return func(c *actionConfig) error {
 		if f == nil {

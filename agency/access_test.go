@@ -300,3 +300,28 @@ func TestHelpShowsEachAskerItsOwnAccess(t *testing.T) {
 		t.Errorf("help asked the gatekeeper about %v", got)
 	}
 }
+
+// A policy function that panics denies the call and hides the action from
+// help; the agent keeps serving.
+func TestAccessFuncPanicDenies(t *testing.T) {
+	a := agency.MustNewAgent("Fragile")
+	agency.Handle(a, "op", func(context.Context, struct{}) (int, error) { return 1, nil },
+		agency.AccessFunc(func(m *agency.Message) agency.Access {
+			var roles map[string]agency.Access
+			roles[m.From] = agency.Permitted // a bug: panics
+			return agency.Permitted
+		}))
+	agency.Handle(a, "ping", func(context.Context, struct{}) (string, error) { return "pong", nil })
+	cs := callers("User")
+	joinLocal(t, append(cs, a)...)
+	ctx := callCtx(t)
+
+	_, err := cs[0].Request(ctx, "Fragile", "op", nil)
+	wantDenied(t, err, "Fragile.op", "User")
+	if h := helpFor(t, cs[0], "Fragile", ""); len(h) != 1 || h["ping"] == nil {
+		t.Errorf("help with a panicking policy lists %v, want ping alone", h)
+	}
+	if v, err := agency.Call[string](ctx, cs[0], "Fragile", "ping", nil); err != nil || v != "pong" {
+		t.Errorf("ping after the policy panicked: %q, %v", v, err)
+	}
+}

@@ -120,9 +120,11 @@ func Handle[A, R any](a *Agent, name string, h func(context.Context, A) (R, erro
 }
 
 // Register registers h as the action name of agent a, with its metadata. It
-// fails when A is not a struct, name is reserved or taken, an option is
-// invalid or repeated, an example does not decode as an A, or the agent has
-// already joined a space.
+// fails when A is not a struct, a validate tag of A names no rule or has a bad
+// parameter, help cannot describe A or R (a type that contains itself, a
+// complex number, a channel; CustomHelp lifts this), name is reserved or
+// taken, an option is invalid or repeated, an example does not decode as an
+// A, or the agent has already joined a space.
 func Register[A, R any](a *Agent, name string, h func(context.Context, A) (R, error), opts ...ActionOption) error {
 	if h == nil {
 		return fmt.Errorf("agency: action %q: nil handler", name)
@@ -138,6 +140,9 @@ func Register[A, R any](a *Agent, name string, h func(context.Context, A) (R, er
 	}
 	info, err := typeInfoFor(reflect.TypeFor[A]())
 	if err != nil {
+		return fmt.Errorf("agency: action %q: %w", name, err)
+	}
+	if err := checkRules(info); err != nil {
 		return fmt.Errorf("agency: action %q: %w", name, err)
 	}
 	act := &action{name: name, args: info, ret: reflect.TypeFor[R]()}
@@ -161,6 +166,16 @@ func Register[A, R any](a *Agent, name string, h func(context.Context, A) (R, er
 		act.examples = append(act.examples, b)
 	}
 	act.cfg.examples = nil
+	if act.cfg.help == nil {
+		// Made now, so that a type help cannot describe fails here and not
+		// on the agent's goroutine when someone asks.
+		if _, err := info.argsSchema(); err != nil {
+			return fmt.Errorf("agency: action %q: arguments: %w", name, err)
+		}
+		if _, err := returnsBase(act.ret); err != nil {
+			return fmt.Errorf("agency: action %q: result: %w", name, err)
+		}
+	}
 	act.run = func(ctx context.Context, raw any) (any, error) {
 		var args A
 		if err := decodeArgs(info, raw, &args); err != nil {
@@ -173,6 +188,22 @@ func Register[A, R any](a *Agent, name string, h func(context.Context, A) (R, er
 		a.actions = make(map[string]*action, 1)
 	}
 	a.actions[name] = act
+	return nil
+}
+
+// checkRules has the validator read the argument type's validate tags, so
+// that a misspelt rule or a bad parameter fails at registration: the
+// validator panics on them, and would do so at the first call.
+func checkRules(info *typeInfo) (err error) {
+	if !info.validate {
+		return nil
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("validate tag: %v", p)
+		}
+	}()
+	_ = validate.Struct(reflect.New(info.typ).Interface())
 	return nil
 }
 

@@ -657,3 +657,145 @@ func TestArgsFromTheWire(t *testing.T) {
 		t.Errorf("handlers ran %d times, want 2", n)
 	}
 }
+
+// Types help cannot describe fail at registration: the schema reflector
+// panics on some and recurses without end (a fatal stack overflow) on a type
+// that contains itself. CustomHelp, which replaces the schema, lifts this.
+type (
+	treeArgs struct {
+		Name     string     `json:"name"`
+		Children []treeArgs `json:"children,omitempty"`
+	}
+	linkArgs struct {
+		Next *linkArgs `json:"next,omitempty"`
+	}
+	byNameArgs struct {
+		Kids map[string]byNameArgs `json:"kids,omitempty"`
+	}
+	complexArgs struct {
+		Z complex128 `json:"z"`
+	}
+	hiddenLoopArgs struct {
+		Name string          `json:"name"`
+		Loop *hiddenLoopArgs `json:"-"`
+	}
+)
+
+func TestRegisterRejectsTypesHelpCannotDescribe(t *testing.T) {
+	a := agency.MustNewAgent("Reg")
+	for name, register := range map[string]func() error{
+		"slice of itself": func() error {
+			return agency.Register(a, "tree", func(context.Context, treeArgs) (int, error) { return 0, nil })
+		},
+		"pointer to itself": func() error {
+			return agency.Register(a, "link", func(context.Context, linkArgs) (int, error) { return 0, nil })
+		},
+		"map of itself": func() error {
+			return agency.Register(a, "byname", func(context.Context, byNameArgs) (int, error) { return 0, nil })
+		},
+		"complex number": func() error {
+			return agency.Register(a, "complex", func(context.Context, complexArgs) (int, error) { return 0, nil })
+		},
+		"recursive result": func() error {
+			return agency.Register(a, "grow", func(context.Context, regArgs) (treeArgs, error) { return treeArgs{}, nil })
+		},
+	} {
+		err := register()
+		if err == nil {
+			t.Errorf("%s: Register accepted a type help cannot describe", name)
+			continue
+		}
+		wantMentions(t, err.Error(), "help cannot describe", "CustomHelp")
+	}
+	if names := a.ActionNames(); len(names) != 0 {
+		t.Errorf("failed registrations left actions behind: %v", names)
+	}
+	// A field json hides is not part of the schema, so its type may loop.
+	if err := agency.Register(a, "hidden", func(context.Context, hiddenLoopArgs) (int, error) { return 0, nil }); err != nil {
+		t.Errorf("a loop behind json:\"-\": %v", err)
+	}
+
+	// With CustomHelp the recursive type serves, and help answers.
+	b := agency.MustNewAgent("Tree")
+	agency.Handle(b, "tree", func(_ context.Context, args treeArgs) (int, error) { return len(args.Children), nil },
+		agency.CustomHelp(map[string]any{"description": "counts children"}))
+	u := agency.MustNewAgent("User")
+	joinLocal(t, b, u)
+	ctx := callCtx(t)
+	if n, err := agency.Call[int](ctx, u, "Tree", "tree", map[string]any{"name": "root", "children": []any{map[string]any{"name": "leaf"}}}); err != nil || n != 1 {
+		t.Errorf("tree: %v, %v", n, err)
+	}
+	if h := helpFor(t, u, "Tree", ""); h["tree"]["description"] != "counts children" {
+		t.Errorf("help: %v", h)
+	}
+}
+
+// A validate tag that names no rule, or a rule with a bad parameter, fails
+// at registration; the validator would panic at the first call.
+func TestRegisterRejectsBadValidateTags(t *testing.T) {
+	type misspelt struct {
+		N int `json:"n" validate:"mni=3"`
+	}
+	type badParam struct {
+		N int `json:"n" validate:"min=three"`
+	}
+	a := agency.MustNewAgent("Reg")
+	err := agency.Register(a, "misspelt", func(context.Context, misspelt) (int, error) { return 0, nil })
+	if err == nil {
+		t.Error("Register accepted validate:\"mni=3\"")
+	} else {
+		wantMentions(t, err.Error(), `"misspelt"`, "mni")
+	}
+	if err := agency.Register(a, "badparam", func(context.Context, badParam) (int, error) { return 0, nil }); err == nil {
+		t.Error("Register accepted validate:\"min=three\"")
+	}
+	if names := a.ActionNames(); len(names) != 0 {
+		t.Errorf("failed registrations left actions behind: %v", names)
+	}
+}
+
+// panicsWhenEncoded is an in-process argument whose encoding panics.
+type panicsWhenEncoded struct{}
+
+func (panicsWhenEncoded) MarshalJSON() ([]byte, error) { panic("cannot encode") }
+
+// help arguments whose encoding panics are action_failed; the agent keeps
+// serving.
+func TestHelpSurvivesPanickingArgs(t *testing.T) {
+	a := agency.MustNewAgent("Target")
+	agency.Handle(a, "ping", func(context.Context, struct{}) (string, error) { return "pong", nil })
+	u := agency.MustNewAgent("User")
+	joinLocal(t, a, u)
+	ctx := callCtx(t)
+	_, err := u.Request(ctx, "Target", agency.HelpAction, map[string]any{"action_name": panicsWhenEncoded{}})
+	wantMentions(t, asActionError(t, err, agency.ErrorActionFailed).Text, "panicked", "cannot encode")
+	if v, err := agency.Call[string](ctx, u, "Target", "ping", nil); err != nil || v != "pong" {
+		t.Errorf("ping after help panicked: %q, %v", v, err)
+	}
+}
+
+// Respond through a handler's context kept past the agent's removal is
+// ErrNotAdded, as Send is: a removed agent sends nothing.
+func TestRespondAfterRemovalFails(t *testing.T) {
+	kept := make(chan context.Context, 1)
+	w := agency.MustNewAgent("Worker")
+	agency.Handle(w, "work", func(ctx context.Context, _ struct{}) (int, error) {
+		kept <- ctx
+		return 1, nil
+	})
+	u := agency.MustNewAgent("User")
+	s := joinLocal(t, w, u)
+	if _, err := u.Request(callCtx(t), "Worker", "work", nil); err != nil {
+		t.Fatal(err)
+	}
+	ctx := <-kept
+	if err := s.Remove(callCtx(t), "Worker"); err != nil {
+		t.Fatal(err)
+	}
+	if err := agency.Respond(ctx, 2); !errors.Is(err, agency.ErrNotAdded) {
+		t.Errorf("Respond after removal: %v, want ErrNotAdded", err)
+	}
+	if err := agency.RespondError(ctx, errors.New("late")); !errors.Is(err, agency.ErrNotAdded) {
+		t.Errorf("RespondError after removal: %v, want ErrNotAdded", err)
+	}
+}

@@ -163,8 +163,10 @@ func (a *Agent) SendMessage(ctx context.Context, m *Message) (string, error) {
 }
 
 // Request sends the action to the agent with id to and waits for the first
-// response. An [error] response is returned as an *ActionError (errors.Is
-// matches ErrNotFound, ErrPermissionDenied, …). When ctx's deadline passes
+// response from that agent (a response to the same id from any other agent
+// goes to the hooks, as a response to a Send does). An [error] response is
+// returned as an *ActionError (errors.Is matches ErrNotFound,
+// ErrPermissionDenied, …). When ctx's deadline passes
 // first the error is a timeout (errors.Is(err, ErrTimeout)); when ctx is
 // cancelled it is ctx's error. A recipient the space knows to be absent is
 // ErrNoRecipient at once.
@@ -188,8 +190,8 @@ func (a *Agent) RequestMessage(ctx context.Context, m *Message) (*Message, error
 	if err := ctx.Err(); err != nil {
 		return nil, requestError(ctx, m.To, m.Action)
 	}
-	ch := c.await(m.ID)
-	defer c.forget(m.ID)
+	ch := c.await(m.ID, m.To)
+	defer c.forget(m.ID, ch)
 	if err := c.router.Route(ctx, m); err != nil {
 		if ctx.Err() != nil {
 			return nil, requestError(ctx, m.To, m.Action) // the same error as a wait that ran out

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"reflect"
+	"runtime/debug"
 	"slices"
 )
 
@@ -36,6 +37,14 @@ var helpInfo = func() *typeInfo {
 // answerHelp responds to help with the entries of the actions the asking
 // agent may call: all of them, or the one named by action_name.
 func (c *Conn) answerHelp(ctx context.Context, m *Message) {
+	defer func() {
+		// In process the arguments are the sender's Go value, whose own
+		// MarshalJSON may panic while they are decoded here.
+		if p := recover(); p != nil {
+			c.agent.logger.Error("agency: help panicked", "agent", c.agent.id, "from", m.From, "panic", p, "stack", string(debug.Stack()))
+			c.fail(ctx, m, newActionError(ErrorActionFailed, nil, "%s.help panicked: %v", c.agent.id, p))
+		}
+	}()
 	var args HelpArgs
 	if err := decodeArgs(helpInfo, m.Args, &args); err != nil {
 		c.fail(ctx, m, newActionError(ErrorInvalidArgs, err, "invalid arguments for %q: %v", c.agent.id+".help", err))
@@ -47,7 +56,7 @@ func (c *Conn) answerHelp(ctx context.Context, m *Message) {
 			continue
 		}
 		probe := &Message{To: m.To, From: m.From, ID: m.ID, Meta: m.Meta, Action: name}
-		access := act.cfg.policy.decide(probe)
+		access := c.decide(act, probe)
 		if access == Denied {
 			continue
 		}

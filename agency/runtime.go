@@ -40,7 +40,7 @@ type Conn struct {
 	mb mailbox
 
 	pendingMu sync.Mutex
-	pending   map[string]chan *Message // request id → where its first response goes
+	pending   map[string]pendingRequest // request id → who answers it, and where
 
 	closeOnce sync.Once
 	closeErr  error
@@ -83,7 +83,7 @@ func (c *Conn) Deliver(m *Message) error {
 		return nil
 	}
 	if m.IsResponse() {
-		if ch := c.take(m.ParentID); ch != nil {
+		if ch := c.take(m.ParentID, m.From); ch != nil {
 			ch <- m // buffered for exactly this one message
 			return nil
 		}
@@ -122,37 +122,51 @@ func (c *Conn) Close(ctx context.Context) error {
 	return c.closeErr
 }
 
-// await registers a request id whose first response the caller will read
-// from the returned channel.
-func (c *Conn) await(id string) chan *Message {
+// pendingRequest is a Request waiting for its first response.
+type pendingRequest struct {
+	from string        // the recipient: only its response answers the request
+	ch   chan *Message // buffered for exactly that one response
+}
+
+// await registers a request id, sent to the agent with id from, whose first
+// response the caller will read from the returned channel.
+func (c *Conn) await(id, from string) chan *Message {
 	ch := make(chan *Message, 1)
 	c.pendingMu.Lock()
 	if c.pending == nil {
-		c.pending = make(map[string]chan *Message)
+		c.pending = make(map[string]pendingRequest)
 	}
-	c.pending[id] = ch
+	c.pending[id] = pendingRequest{from: from, ch: ch}
 	c.pendingMu.Unlock()
 	return ch
 }
 
-func (c *Conn) forget(id string) {
+// forget removes the request that await registered with ch, unless a later
+// request with the same id has taken its place.
+func (c *Conn) forget(id string, ch chan *Message) {
 	c.pendingMu.Lock()
-	delete(c.pending, id)
+	if p, ok := c.pending[id]; ok && p.ch == ch {
+		delete(c.pending, id)
+	}
 	c.pendingMu.Unlock()
 }
 
-// take removes and returns the channel waiting for a response to id.
-func (c *Conn) take(id string) chan *Message {
+// take removes and returns the channel waiting for a response to id from
+// the agent with id from. A response from any other agent answers nothing:
+// no agent can slip its own answer into another's Request.
+func (c *Conn) take(id, from string) chan *Message {
 	if id == "" {
 		return nil
 	}
 	c.pendingMu.Lock()
-	ch, ok := c.pending[id]
-	if ok {
+	p, ok := c.pending[id]
+	if ok && p.from == from {
 		delete(c.pending, id)
+	} else {
+		p.ch = nil
 	}
 	c.pendingMu.Unlock()
-	return ch
+	return p.ch
 }
 
 // loop handles the queue until it is closed and empty.
@@ -242,7 +256,7 @@ func (c *Conn) handle(m *Message) {
 }
 
 func (c *Conn) permitted(ctx context.Context, act *action, m *Message) bool {
-	switch act.cfg.policy.decide(m) {
+	switch c.decide(act, m) {
 	case Permitted:
 		return true
 	case Requested:
@@ -255,6 +269,17 @@ func (c *Conn) permitted(ctx context.Context, act *action, m *Message) bool {
 		return ok
 	}
 	return false
+}
+
+// decide asks the action's policy about m. An AccessFunc that panics
+// denies: a policy's bug must neither open the door nor take the agent down.
+func (c *Conn) decide(act *action, m *Message) Access {
+	if act.cfg.policy.fn == nil {
+		return act.cfg.policy.decide(m)
+	}
+	access := Denied
+	c.guard("AccessFunc", func() { access = act.cfg.policy.decide(m) })
+	return access
 }
 
 // run calls the action's handler, turning a panic into action_failed.
@@ -289,6 +314,11 @@ func (c *Conn) fail(ctx context.Context, m *Message, ae *ActionError) {
 
 // reply sends a [response] or [error] for m back to its sender.
 func (c *Conn) reply(ctx context.Context, m *Message, action string, args any) error {
+	select {
+	case <-c.gone: // a handler's context kept past its agent's removal
+		return fmt.Errorf("%w: %q has left the space", ErrNotAdded, c.agent.id)
+	default:
+	}
 	r := &Message{To: m.From, From: c.agent.id, ID: NewID(), ParentID: m.ID, Action: action, Args: args}
 	if err := c.router.Route(ctx, r); err != nil {
 		if errors.Is(err, ErrNoRecipient) {

@@ -2,6 +2,7 @@ package agency
 
 import (
 	"encoding/json"
+	"fmt"
 	"reflect"
 	"strconv"
 	"strings"
@@ -22,12 +23,72 @@ var (
 	reflectMu sync.Mutex
 )
 
-func reflectType(t reflect.Type) *jsonschema.Schema {
+// reflectType returns t's schema. The reflector panics on a type it cannot
+// describe (a complex number, a channel) and, writing one tree without
+// references, recurses without end on a type that contains itself: both are
+// errors here, found when the action is registered rather than when help
+// runs on the agent's goroutine.
+func reflectType(t reflect.Type) (s *jsonschema.Schema, err error) {
+	if selfContaining(t, map[reflect.Type]bool{}, map[reflect.Type]bool{}) {
+		return nil, fmt.Errorf("help cannot describe %v: the type contains itself; give the action CustomHelp", t)
+	}
 	reflectMu.Lock()
 	defer reflectMu.Unlock()
-	s := reflector.ReflectFromType(t)
+	defer func() {
+		if p := recover(); p != nil {
+			s, err = nil, fmt.Errorf("help cannot describe %v: %v; give the action CustomHelp", t, p)
+		}
+	}()
+	s = reflector.ReflectFromType(t)
 	s.Version = ""
-	return s
+	return s, nil
+}
+
+var (
+	schemaSelfType = reflect.TypeFor[interface{ JSONSchema() *jsonschema.Schema }]()
+	schemaAlias    = reflect.TypeFor[interface{ JSONSchemaAlias() any }]()
+)
+
+// selfContaining reports whether the reflector, walking t the way it does
+// (through pointers, elements, map values and the fields it lists), meets a
+// type inside itself. done holds the types already walked without a cycle.
+func selfContaining(t reflect.Type, onPath, done map[reflect.Type]bool) bool {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if onPath[t] {
+		return true
+	}
+	if done[t] || t.Implements(schemaSelfType) || t == timeType {
+		return false
+	}
+	onPath[t] = true
+	defer delete(onPath, t)
+	cycle := false
+	switch {
+	case t.Implements(schemaAlias):
+		alias := reflect.New(t).Elem().Interface().(interface{ JSONSchemaAlias() any }).JSONSchemaAlias()
+		cycle = alias != nil && selfContaining(reflect.TypeOf(alias), onPath, done)
+	case t.Kind() == reflect.Slice || t.Kind() == reflect.Array || t.Kind() == reflect.Map:
+		cycle = selfContaining(t.Elem(), onPath, done)
+	case t.Kind() == reflect.Struct:
+		for i := range t.NumField() {
+			f := t.Field(i)
+			name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+			hidden, _, _ := strings.Cut(f.Tag.Get("jsonschema"), ",")
+			if (!f.IsExported() && !f.Anonymous) || name == "-" || hidden == "-" {
+				continue
+			}
+			if selfContaining(f.Type, onPath, done) {
+				cycle = true
+				break
+			}
+		}
+	}
+	if !cycle {
+		done[t] = true
+	}
+	return cycle
 }
 
 // argsSchema returns the JSON Schema of the argument type: invopop's
@@ -35,7 +96,11 @@ func reflectType(t reflect.Type) *jsonschema.Schema {
 // the validator rules written as the matching schema keywords.
 func (info *typeInfo) argsSchema() (json.RawMessage, error) {
 	info.schemaOnce.Do(func() {
-		s := reflectType(info.typ)
+		s, err := reflectType(info.typ)
+		if err != nil {
+			info.schemaErr = err
+			return
+		}
 		describePlan(s, info.plan, map[*structPlan]bool{})
 		info.schema, info.schemaErr = json.Marshal(s)
 	})
@@ -266,20 +331,29 @@ func splitOneOf(param string) []string {
 	return out
 }
 
-var returnSchemas sync.Map // reflect.Type → json.RawMessage
+var returnSchemas sync.Map // reflect.Type → *jsonschema.Schema
+
+// returnsBase returns the JSON Schema of a result type, made once per type.
+func returnsBase(t reflect.Type) (*jsonschema.Schema, error) {
+	if v, ok := returnSchemas.Load(t); ok {
+		return v.(*jsonschema.Schema), nil
+	}
+	base := &jsonschema.Schema{}
+	if t.Kind() != reflect.Interface {
+		var err error
+		if base, err = reflectType(t); err != nil {
+			return nil, err
+		}
+	}
+	returnSchemas.Store(t, base)
+	return base, nil
+}
 
 // returnsSchema returns the JSON Schema of a result type, with description.
 func returnsSchema(t reflect.Type, description string) json.RawMessage {
-	var base *jsonschema.Schema
-	if v, ok := returnSchemas.Load(t); ok {
-		base = v.(*jsonschema.Schema)
-	} else {
-		if t.Kind() == reflect.Interface {
-			base = &jsonschema.Schema{}
-		} else {
-			base = reflectType(t)
-		}
-		returnSchemas.Store(t, base)
+	base, err := returnsBase(t)
+	if err != nil {
+		return json.RawMessage(`{}`) // not reached: Register checked the type
 	}
 	s := *base // a shallow copy, to set the description on
 	if description != "" {

@@ -18,6 +18,7 @@ var runtimeTests = []test{
 	{"RequestInsideAction", testRequestInsideAction},
 	{"ConcurrentRequests", testConcurrentRequests},
 	{"ForgedSender", testForgedSender},
+	{"ResponseFromAnotherAgent", testResponseFromAnotherAgent},
 	{"UniqueIDs", testUniqueIDs},
 }
 
@@ -256,5 +257,53 @@ func testUniqueIDs(e *env) {
 	}
 	if len(parents) != len(sent) {
 		e.t.Errorf("%d of %d messages answered", len(parents), len(sent))
+	}
+}
+
+// Only the recipient of a request answers it: a [response] that names the
+// request's id but comes from a third agent goes to the requester's
+// ValueHandler, and Request still returns the recipient's answer.
+func testResponseFromAnotherAgent(e *env) {
+	slow := e.newAgent("Slow")
+	started, release := blocker(e, slow)
+	in := &inbox{}
+	caller := e.newAgent("Caller", agency.Hooks(in))
+	meddler := e.newAgent("Meddler")
+	e.add(slow, caller, meddler)
+
+	id := e.id("request")
+	type result struct {
+		m   *agency.Message
+		err error
+	}
+	got := make(chan result, 1)
+	ctx := e.ctx()
+	go func() {
+		m, err := caller.RequestMessage(ctx, &agency.Message{To: slow.ID(), ID: id, Action: "wait"})
+		got <- result{m, err}
+	}()
+	receive(e.t, started, "the request to reach its recipient")
+	_, err := meddler.SendMessage(e.ctx(), &agency.Message{
+		To: caller.ID(), Action: agency.ResponseAction, ParentID: id, Args: "meddled",
+	})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	select {
+	case r := <-got:
+		e.t.Fatalf("Request returned %v (error %v) from %s's response; want it to wait for %s", r.m, r.err, meddler.ID(), slow.ID())
+	default:
+	}
+	stray := in.repliesTo(e.t, id, 1)[0]
+	if stray.msg.From != meddler.ID() {
+		e.t.Errorf("the ValueHandler got %v, want the response from %s", stray.msg, meddler.ID())
+	}
+	close(release)
+	r := receive(e.t, got, "the answer to the request")
+	if r.err != nil {
+		e.t.Fatal(r.err)
+	}
+	if r.m.From != slow.ID() || value[string](e.t, r.m) != "done" {
+		e.t.Errorf("Request returned %v, want \"done\" from %s", r.m, slow.ID())
 	}
 }
