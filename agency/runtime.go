@@ -42,14 +42,16 @@ type Conn struct {
 	pendingMu sync.Mutex
 	pending   map[string]pendingRequest // request id → who answers it, and where
 
+	startOnce sync.Once
 	closeOnce sync.Once
 	closeErr  error
 }
 
-// Connect attaches a to a space whose outgoing side is r, and starts the
-// agent's delivery loop. The space calls [Conn.Added] once the agent can be
-// reached, and [Conn.Close] to take it out again. An agent is in at most one
-// space at a time: a second Connect fails with ErrAlreadyAdded.
+// Connect attaches a to a space whose outgoing side is r. The space calls
+// [Conn.Added] once the agent can be reached, which runs its AfterAdd hook
+// and then starts its delivery loop (messages that arrive before queue up),
+// and [Conn.Close] to take it out again. An agent is in at most one space at
+// a time: a second Connect fails with ErrAlreadyAdded.
 func Connect(a *Agent, r Router) (*Conn, error) {
 	c := &Conn{agent: a, router: r, gone: make(chan struct{}), done: make(chan struct{})}
 	c.mb.wake = make(chan struct{}, 1)
@@ -58,19 +60,25 @@ func Connect(a *Agent, r Router) (*Conn, error) {
 	}
 	a.joined.Store(true)
 	c.ctx, c.cancel = context.WithCancel(context.Background())
-	go c.loop()
 	return c, nil
+}
+
+// start starts the delivery loop, once.
+func (c *Conn) start() {
+	c.startOnce.Do(func() { go c.loop() })
 }
 
 // Agent returns the connected agent.
 func (c *Conn) Agent() *Agent { return c.agent }
 
-// Added runs the agent's AfterAdd hook. The space calls it once the agent is
-// reachable, before its Add returns.
+// Added runs the agent's AfterAdd hook and then starts handling messages,
+// so that the hook and the actions never run at once. The space calls it
+// once the agent is reachable, before its Add returns.
 func (c *Conn) Added(ctx context.Context) {
 	if h := c.agent.hooks.afterAdd; h != nil {
 		c.guard("AfterAdd", func() { h.AfterAdd(&actionContext{Context: ctx, conn: c}) })
 	}
+	c.start()
 }
 
 // Deliver hands an incoming message to the agent. It never blocks on the
@@ -98,16 +106,27 @@ func (c *Conn) Deliver(m *Message) error {
 	return nil
 }
 
-// Close takes the agent out: it runs the BeforeRemove hook, stops taking
-// messages, handles those already queued, and waits for running actions.
-// When ctx ends first, the actions' context is cancelled, the queue is
-// dropped and ctx's error returned. Close is idempotent.
+// Close takes the agent out: it runs the BeforeRemove hook (which may run
+// while an action does), stops taking messages, handles those already
+// queued, and waits for running actions. When ctx ends first, the actions'
+// context is cancelled, the queue is dropped and ctx's error returned; the
+// agent stays in use, and cannot join another space, until its running
+// action returns.
+//
+// Called with the context of one of the agent's own actions (an agent
+// removing itself), Close cannot wait for that action: it stops intake and
+// returns, and the agent leaves once its running actions and queue are done.
+// Close is idempotent.
 func (c *Conn) Close(ctx context.Context) error {
 	c.closeOnce.Do(func() {
 		if h := c.agent.hooks.beforeRemove; h != nil {
 			c.guard("BeforeRemove", func() { h.BeforeRemove(&actionContext{Context: ctx, conn: c}) })
 		}
 		c.mb.close()
+		c.start() // a loop that never started still has to drain and let go
+		if ac := fromContext(ctx); ac != nil && ac.conn == c && ac.msg != nil {
+			return // from inside an action: waiting would wait for ourselves
+		}
 		select {
 		case <-c.done:
 		case <-ctx.Done():
@@ -115,9 +134,6 @@ func (c *Conn) Close(ctx context.Context) error {
 			c.cancel()
 			c.mb.discard()
 		}
-		c.cancel()
-		close(c.gone)
-		c.agent.conn.CompareAndSwap(c, nil)
 	})
 	return c.closeErr
 }
@@ -169,9 +185,15 @@ func (c *Conn) take(id, from string) chan *Message {
 	return p.ch
 }
 
-// loop handles the queue until it is closed and empty.
+// loop handles the queue until it is closed and empty; then the agent has
+// left, and may join a space again.
 func (c *Conn) loop() {
-	defer close(c.done)
+	defer func() {
+		c.cancel()
+		close(c.gone)
+		c.agent.conn.CompareAndSwap(c, nil)
+		close(c.done)
+	}()
 	var sem chan struct{}
 	var wg sync.WaitGroup
 	if n := c.agent.concurrency; n > 1 {

@@ -19,6 +19,10 @@ var lifecycleTests = []test{
 	{"RemoveAndReAdd", testRemoveAndReAdd},
 	{"RemoveDrains", testRemoveDrains},
 	{"ActionHooks", testActionHooks},
+	{"AfterAddBeforeActions", testAfterAddBeforeActions},
+	{"RemoveSelf", testRemoveSelf},
+	{"RemoveExpired", testRemoveExpired},
+	{"RequestWhileRemoved", testRequestWhileRemoved},
 	{"Close", testClose},
 }
 
