@@ -799,3 +799,61 @@ func TestRespondAfterRemovalFails(t *testing.T) {
 		t.Errorf("RespondError after removal: %v, want ErrNotAdded", err)
 	}
 }
+
+// TestArgsDecodeAndRuleProblemsTogether shows one invalid_args names every
+// bad field: those that failed to decode and those that decoded but broke a
+// rule, each once.
+func TestArgsDecodeAndRuleProblemsTogether(t *testing.T) {
+	c, u := newArgsAgents(t)
+	text := badArgs(t, u, "rules", rawArgs(`{"count":"five","code":"toolong","color":"red","email":"nope","site":"https://example.com"}`))
+	wantMentions(t, text, "count: must be an integer", "code: breaks rule len=3", "email: breaks rule email")
+	if n := strings.Count(text, "count:"); n != 1 {
+		t.Errorf("count is named %d times, want once: %s", n, text)
+	}
+	if c.calls.Load() != 0 {
+		t.Error("the handler ran on invalid arguments")
+	}
+}
+
+type hiddenEmbed struct {
+	Secret string `json:"secret"`
+}
+
+type withHiddenEmbed struct {
+	*hiddenEmbed
+	Name string `json:"name"`
+}
+
+// TestArgsEmbeddedUnexportedPointer follows encoding/json, which skips an
+// embedded pointer to an unexported struct type: its fields are neither
+// required nor accepted, and decoding never panics on it.
+func TestArgsEmbeddedUnexportedPointer(t *testing.T) {
+	a := agency.MustNewAgent("Args")
+	var got atomic.Value
+	agency.Handle(a, "embed", func(_ context.Context, args withHiddenEmbed) (string, error) {
+		got.Store(args.Name)
+		return args.Name, nil
+	})
+	u := agency.MustNewAgent("User")
+	joinLocal(t, a, u)
+	if _, err := agency.Call[string](callCtx(t), u, "Args", "embed", rawArgs(`{"name":"x"}`)); err != nil {
+		t.Fatalf("valid arguments: %v", err)
+	}
+	_, err := u.Request(callCtx(t), "Args", "embed", rawArgs(`{"name":"x","secret":"s"}`))
+	ae := asActionError(t, err, agency.ErrorInvalidArgs)
+	wantMentions(t, ae.Text, "secret: unknown field")
+}
+
+// TestSendRejectsInvalidRawArgs holds space.Local, which never encodes, to
+// the wire's rule: raw arguments must be one valid JSON object.
+func TestSendRejectsInvalidRawArgs(t *testing.T) {
+	a := agency.MustNewAgent("Args")
+	agency.Handle(a, "pair", func(context.Context, struct{}) (int, error) { return 0, nil })
+	u := agency.MustNewAgent("User")
+	joinLocal(t, a, u)
+	for _, raw := range []string{`{"a":`, `{"a":1}}`, `{"a":1} x`} {
+		if _, err := u.Send(callCtx(t), "Args", "pair", rawArgs(raw)); !errors.Is(err, agency.ErrMalformedMessage) {
+			t.Errorf("Send with args %s: %v, want ErrMalformedMessage", raw, err)
+		}
+	}
+}

@@ -96,6 +96,9 @@ func buildPlan(t reflect.Type, seen map[reflect.Type]*structPlan, hasRules *bool
 		if base.Kind() == reflect.Pointer {
 			base = base.Elem()
 		}
+		if sf.Anonymous && name == "" && ft.Kind() == reflect.Pointer && !sf.IsExported() {
+			continue // encoding/json cannot allocate it, and skips it too
+		}
 		if sf.Anonymous && name == "" && base.Kind() == reflect.Struct && !decodesItself(base) {
 			// Promoted fields, as encoding/json sees them; shallower names win.
 			sub := buildPlan(base, seen, hasRules)
@@ -188,13 +191,28 @@ func hasRule(rules, name string) bool {
 }
 
 // argsError lists every problem with one set of arguments.
-type argsError struct{ problems []string }
+type argsError struct {
+	problems []string
+	paths    []string // the fields named, for not naming one twice
+}
 
 func (e *argsError) add(path, format string, args ...any) {
 	if path == "" {
 		path = "(arguments)"
 	}
+	e.paths = append(e.paths, path)
 	e.problems = append(e.problems, path+": "+fmt.Sprintf(format, args...))
+}
+
+// named reports whether path, or a field that holds it, has a problem
+// listed already.
+func (e *argsError) named(path string) bool {
+	for _, p := range e.paths {
+		if p == path || strings.HasPrefix(path, p+".") || strings.HasPrefix(path, p+"[") {
+			return true
+		}
+	}
+	return false
 }
 
 func (e *argsError) Error() string { return strings.Join(e.problems, "; ") }
@@ -204,10 +222,22 @@ func (e *argsError) Error() string { return strings.Join(e.problems, "; ") }
 func decodeJSONArgs[T any](info *typeInfo, raw []byte, dst *T) error {
 	var errs argsError
 	decodeObject(info.plan, raw, reflect.ValueOf(dst).Elem(), "", &errs)
-	if len(errs.problems) > 0 {
-		return &errs
+	if len(errs.problems) == 0 {
+		return validateArgs(info, dst)
 	}
-	return validateArgs(info, dst)
+	// The rules of the fields that did decode are worth knowing too: a
+	// caller (an LLM above all) fixes every bad field in one go.
+	if info.validate {
+		var more argsError
+		addRuleProblems(validate.Struct(dst), &more)
+		for i, p := range more.paths {
+			if !errs.named(p) {
+				errs.paths = append(errs.paths, p)
+				errs.problems = append(errs.problems, more.problems[i])
+			}
+		}
+	}
+	return &errs
 }
 
 func decodeObject(p *structPlan, raw []byte, rv reflect.Value, prefix string, errs *argsError) {
@@ -382,11 +412,22 @@ func validateArgs[T any](info *typeInfo, dst *T) error {
 	if err == nil {
 		return nil
 	}
+	var errs argsError
+	addRuleProblems(err, &errs)
+	return &errs
+}
+
+// addRuleProblems lists the fields a validator error names, with the rule
+// each broke.
+func addRuleProblems(err error, errs *argsError) {
+	if err == nil {
+		return
+	}
 	var ves validator.ValidationErrors
 	if !errors.As(err, &ves) {
-		return &argsError{problems: []string{err.Error()}}
+		errs.add("", "%v", err)
+		return
 	}
-	var errs argsError
 	for _, fe := range ves {
 		path := fe.Namespace()
 		if _, rest, ok := strings.Cut(path, "."); ok {
@@ -402,5 +443,4 @@ func validateArgs[T any](info *typeInfo, dst *T) error {
 		}
 		errs.add(path, "breaks rule %s", rule)
 	}
-	return &errs
 }

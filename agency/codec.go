@@ -182,7 +182,13 @@ func checkArgsShape(args any) error {
 		return nil
 	case json.RawMessage:
 		t := bytes.TrimSpace(a)
-		if len(t) == 0 || t[0] == '{' || string(t) == "null" {
+		if len(t) == 0 || string(t) == "null" {
+			return nil
+		}
+		if t[0] == '{' {
+			if !json.Valid(t) {
+				return fmt.Errorf("%w: args: invalid JSON %.40q", ErrMalformedMessage, t)
+			}
 			return nil
 		}
 		return fmt.Errorf("%w: args must be a JSON object, not %.40s", ErrMalformedMessage, t)
