@@ -857,3 +857,52 @@ func TestSendRejectsInvalidRawArgs(t *testing.T) {
 		}
 	}
 }
+
+// TestArgsDepthLimit shows a recursive argument type (served with
+// CustomHelp) is decoded to a bounded depth, so a deep chain is refused by
+// name instead of costing time quadratic in its length.
+func TestArgsDepthLimit(t *testing.T) {
+	a := agency.MustNewAgent("Chain")
+	agency.Handle(a, "link", func(_ context.Context, args linkArgs) (int, error) {
+		n := 0
+		for l := args.Next; l != nil; l = l.Next {
+			n++
+		}
+		return n, nil
+	}, agency.CustomHelp(map[string]any{"description": "counts links"}))
+	u := agency.MustNewAgent("User")
+	joinLocal(t, a, u)
+	chain := func(n int) json.RawMessage {
+		return json.RawMessage(strings.Repeat(`{"next":`, n) + "{}" + strings.Repeat("}", n))
+	}
+	if got, err := agency.Call[int](callCtx(t), u, "Chain", "link", chain(10)); err != nil || got != 10 {
+		t.Fatalf("a chain of 10: %d, %v", got, err)
+	}
+	_, err := u.Request(callCtx(t), "Chain", "link", chain(5000))
+	ae := asActionError(t, err, agency.ErrorInvalidArgs)
+	wantMentions(t, ae.Text, "nested deeper than 64 objects")
+}
+
+// TestArgsNumberErrorsSayTheRange shows a whole number that does not fit an
+// integer field is named with the field's range, and a bad map key as a key.
+func TestArgsNumberErrorsSayTheRange(t *testing.T) {
+	type rangeArgs struct {
+		U uint8          `json:"u,omitempty"`
+		I int8           `json:"i,omitempty"`
+		N int            `json:"n,omitempty"`
+		L []uint16       `json:"l,omitempty"`
+		M map[int]string `json:"m,omitempty"`
+	}
+	a := agency.MustNewAgent("Args")
+	agency.Handle(a, "range", func(context.Context, rangeArgs) (int, error) { return 0, nil })
+	u := agency.MustNewAgent("User")
+	joinLocal(t, a, u)
+	_, err := u.Request(callCtx(t), "Args", "range", rawArgs(`{"u":300,"i":-129,"n":1.5,"l":[70000],"m":{"x":"y"}}`))
+	ae := asActionError(t, err, agency.ErrorInvalidArgs)
+	wantMentions(t, ae.Text,
+		"u: must be an integer from 0 to 255, not number 300",
+		"i: must be an integer from -128 to 127, not number -129",
+		"n: must be an integer, not number 1.5",
+		"l: an element must be an integer from 0 to 65535, not number 70000",
+		`m: a key must be an integer, not "x"`)
+}

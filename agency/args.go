@@ -221,7 +221,7 @@ func (e *argsError) Error() string { return strings.Join(e.problems, "; ") }
 // required fields and values of the wrong type are each reported by name.
 func decodeJSONArgs[T any](info *typeInfo, raw []byte, dst *T) error {
 	var errs argsError
-	decodeObject(info.plan, raw, reflect.ValueOf(dst).Elem(), "", &errs)
+	decodeObject(info.plan, raw, reflect.ValueOf(dst).Elem(), "", 0, &errs)
 	if len(errs.problems) == 0 {
 		return validateArgs(info, dst)
 	}
@@ -240,7 +240,16 @@ func decodeJSONArgs[T any](info *typeInfo, raw []byte, dst *T) error {
 	return &errs
 }
 
-func decodeObject(p *structPlan, raw []byte, rv reflect.Value, prefix string, errs *argsError) {
+// maxArgsDepth bounds how deep decodeObject follows nested structs. Each
+// level parses what is below it again, so a deep chain of a recursive type
+// would cost time quadratic in its length, on the agent's goroutine.
+const maxArgsDepth = 64
+
+func decodeObject(p *structPlan, raw []byte, rv reflect.Value, prefix string, depth int, errs *argsError) {
+	if depth > maxArgsDepth {
+		errs.add(prefix, "nested deeper than %d objects", maxArgsDepth)
+		return
+	}
 	var obj map[string]json.RawMessage
 	if len(raw) > 0 {
 		if err := json.Unmarshal(raw, &obj); err != nil {
@@ -282,7 +291,7 @@ func decodeObject(p *structPlan, raw []byte, rv reflect.Value, prefix string, er
 				fv.Set(reflect.New(fv.Type().Elem()))
 				fv = fv.Elem()
 			}
-			decodeObject(f.elem, v, fv, path, errs)
+			decodeObject(f.elem, v, fv, path, depth+1, errs)
 		case f.elem != nil:
 			var items []json.RawMessage
 			if err := json.Unmarshal(v, &items); err != nil {
@@ -299,7 +308,7 @@ func decodeObject(p *structPlan, raw []byte, rv reflect.Value, prefix string, er
 					ev.Set(reflect.New(ev.Type().Elem()))
 					ev = ev.Elem()
 				}
-				decodeObject(f.elem, item, ev, fmt.Sprintf("%s[%d]", path, i), errs)
+				decodeObject(f.elem, item, ev, fmt.Sprintf("%s[%d]", path, i), depth+1, errs)
 			}
 			fv.Set(s)
 		case f.strict:
@@ -347,7 +356,7 @@ func describeDecodeError(err error, t reflect.Type) string {
 			base = base.Elem()
 		}
 		if te.Type == nil || te.Type == base || te.Type == t {
-			return "must be " + jsonKind(t) + ", not " + te.Value
+			return "must be " + jsonKindIn(base, te.Value) + ", not " + te.Value
 		}
 		// The value has the right kind; something inside it does not.
 		inner := "a value inside"
@@ -356,12 +365,33 @@ func describeDecodeError(err error, t reflect.Type) string {
 			inner = fmt.Sprintf("field %q inside", te.Field)
 		case base.Kind() == reflect.Slice || base.Kind() == reflect.Array:
 			inner = "an element"
+		case base.Kind() == reflect.Map && te.Type == base.Key():
+			// encoding/json calls a bad key "number x"; it was the string "x".
+			key, _ := strings.CutPrefix(te.Value, "number ")
+			return fmt.Sprintf("a key must be %s, not %q", jsonKind(te.Type), key)
 		case base.Kind() == reflect.Map:
 			inner = "a value"
 		}
-		return inner + " must be " + jsonKind(te.Type) + ", not " + te.Value
+		return inner + " must be " + jsonKindIn(te.Type, te.Value) + ", not " + te.Value
 	}
 	return strings.TrimPrefix(err.Error(), "json: ")
+}
+
+// jsonKindIn is jsonKind, with the range of an integer type when the value
+// was a whole number that does not fit it (300 for a uint8).
+func jsonKindIn(t reflect.Type, got string) string {
+	num, isNum := strings.CutPrefix(got, "number ")
+	if !isNum || strings.ContainsAny(num, ".eE") {
+		return jsonKind(t)
+	}
+	switch k := t.Kind(); {
+	case k >= reflect.Int && k <= reflect.Int64:
+		bits := t.Bits()
+		return fmt.Sprintf("an integer from %d to %d", int64(-1)<<(bits-1), int64(1)<<(bits-1)-1)
+	case k >= reflect.Uint && k <= reflect.Uintptr:
+		return fmt.Sprintf("an integer from 0 to %d", uint64(1)<<t.Bits()-1)
+	}
+	return jsonKind(t)
 }
 
 func jsonKind(t reflect.Type) string {
