@@ -1,0 +1,23 @@
+// Package openai provides an agent backed by a language model behind any
+// OpenAI-compatible chat-completions API (OpenAI, Ollama, vLLM, LM Studio,
+// …), through github.com/sashabaranov/go-openai.
+//
+// The agent discovers what the space offers: when it joins a space it sends
+// help to every agent, and it keeps a catalog of the answers. Each action in
+// the catalog becomes one function tool for the model, whose parameters are
+// the action's args schema from help, unchanged. Others talk to the agent
+// through its action "say":
+//
+//	llm, err := openai.New("Assistant") // OPENAI_API_KEY, OPENAI_BASE_URL, OPENAI_MODEL
+//	if err != nil { … }
+//	err = sp.Add(ctx, llm.Agent())
+//	answer, err := agency.Call[string](ctx, user, "Assistant", "say", openai.SayArgs{Content: "What is 2+3?"})
+//
+// A turn sends the conversation with the sender and the tools to the model,
+// runs the tool calls of each reply as requests to the agents they name
+// (concurrently, with the reply's text as __meta__.thoughts), gives the
+// results and errors back to the model, and repeats until the model answers
+// in text. The answer is said back to the sender and returned.
+//
+// docs/llm.md describes discovery, tool names, errors and configuration.
+package openai
