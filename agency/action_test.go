@@ -906,3 +906,18 @@ func TestArgsNumberErrorsSayTheRange(t *testing.T) {
 		"l: an element must be an integer from 0 to 65535, not number 70000",
 		`m: a key must be an integer, not "x"`)
 }
+
+// TestArgsKeyGivenTwice refuses arguments that give a key twice, at every
+// door: Send in process, and the decoder for nested objects, so that no
+// approver or policy can be shown one value while the handler gets another.
+func TestArgsKeyGivenTwice(t *testing.T) {
+	c, u := newArgsAgents(t)
+	if _, err := u.Send(callCtx(t), "Args", "pair", rawArgs(`{"a":1,"b":2,"a":3}`)); !errors.Is(err, agency.ErrMalformedMessage) {
+		t.Errorf("Send with a key twice: %v, want ErrMalformedMessage", err)
+	}
+	text := badArgs(t, u, "nested", rawArgs(`{"inner":{"x":1,"x":2},"items":[{"y":"a","y":"b"}]}`))
+	wantMentions(t, text, "inner.x: given twice", "items[0].y: given twice")
+	if c.calls.Load() != 0 {
+		t.Error("the handler ran")
+	}
+}

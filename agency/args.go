@@ -252,10 +252,21 @@ func decodeObject(p *structPlan, raw []byte, rv reflect.Value, prefix string, de
 	}
 	var obj map[string]json.RawMessage
 	if len(raw) > 0 {
-		if err := json.Unmarshal(raw, &obj); err != nil {
+		// Nested objects are slices of one valid document; only the top needs
+		// the check. The walk keeps each key once: a key given twice could be
+		// read two ways, by an approver and by the decoder.
+		if depth == 0 && !json.Valid(raw) || raw[0] != '{' {
 			errs.add(prefix, "must be an object")
 			return
 		}
+		obj = make(map[string]json.RawMessage)
+		_ = eachMember(raw, func(k string, v []byte) error { // valid JSON: no error
+			if _, dup := obj[k]; dup {
+				errs.add(join(prefix, k), "given twice")
+			}
+			obj[k] = v
+			return nil
+		})
 	}
 	var unknown []string
 	for k := range obj {

@@ -189,6 +189,9 @@ func checkArgsShape(args any) error {
 			if !json.Valid(t) {
 				return fmt.Errorf("%w: args: invalid JSON %.40q", ErrMalformedMessage, t)
 			}
+			if k, dup := duplicateKey(t); dup {
+				return fmt.Errorf("%w: args give %q twice", ErrMalformedMessage, k)
+			}
 			return nil
 		}
 		return fmt.Errorf("%w: args must be a JSON object, not %.40s", ErrMalformedMessage, t)
@@ -394,6 +397,9 @@ func (m *Message) decodeArgs(raw json.RawMessage) error {
 		}
 		m.Args = &ActionError{Type: ErrorType(*e.Type), Text: e.Text}
 	default:
+		if k, dup := duplicateKey(raw); dup {
+			return fmt.Errorf("%w: the arguments of %q give %q twice", ErrMalformedMessage, m.Action, k)
+		}
 		if raw != nil {
 			m.Args = raw
 		}
@@ -476,6 +482,26 @@ func eachMember(obj []byte, f func(key string, raw []byte) error) error {
 		}
 		i = skipSpace(obj, i+1) // past ','
 	}
+}
+
+// duplicateKey returns a key that the valid JSON object obj gives twice at
+// its top level. Such arguments could be read two ways (an approver shown
+// the first value, the decoder keeping the last), so they are refused where
+// they enter.
+func duplicateKey(obj []byte) (string, bool) {
+	if len(obj) == 0 || obj[0] != '{' {
+		return "", false
+	}
+	var seen []string // arguments are small: a slice beats a map
+	var dup string
+	_ = eachMember(obj, func(k string, _ []byte) error {
+		if dup == "" && slices.Contains(seen, k) {
+			dup = k
+		}
+		seen = append(seen, k)
+		return nil
+	})
+	return dup, dup != ""
 }
 
 func skipSpace(b []byte, i int) int {

@@ -349,6 +349,7 @@ func TestDecodeMessageRejectsMalformed(t *testing.T) {
 		{"action empty", wireText(`"A"`, `"B"`, `{}`), []string{"names no action"}},
 		{"only meta", wireText(`"A"`, `"B"`, `{"__meta__":{"id":"x"}}`), []string{"names no action"}},
 		{"two actions", wireText(`"A"`, `"B"`, `{"add":{},"sub":{}}`), []string{"2 actions", "add", "sub", "exactly one"}},
+		{"args key twice", wireText(`"A"`, `"B"`, `{"add":{"a":1,"b":2,"a":3}}`), []string{`give "a" twice`}},
 		{"same action twice", wireText(`"A"`, `"B"`, `{"add":{"a":1},"add":{"a":2}}`), []string{`action "add" given twice`}},
 		{"meta twice", wireText(`"A"`, `"B"`, `{"__meta__":{},"add":{},"__meta__":{}}`), []string{`key "__meta__" given twice`}},
 		{"to twice", `{"to":"A","to":"C","from":"B","action":{"add":{}}}`, []string{`key "to" given twice`}},

@@ -116,15 +116,21 @@ func TestShellOutputLimit(t *testing.T) {
 func TestShellTimeout(t *testing.T) {
 	dir := t.TempDir()
 	ctx, user := setup(t, host.Approver((&approval{ok: true}).approve), host.ShellTimeout(100*time.Millisecond), host.Root(dir))
-	// The sleep is a child of sh, which has to be killed with it. Were it
-	// not, the file would appear once the sleep ends.
-	_, err := user.Request(ctx, "Host", "shell_command", host.ShellArgs{Command: "sleep 1; touch late"})
-	if !errors.Is(err, agency.ErrActionFailed) || !strings.Contains(err.Error(), "did not finish within 100ms") {
-		t.Fatalf("got %v, want action_failed saying the command did not finish", err)
+	// "late1" needs sh itself to survive; "late2" is touched by a subshell in
+	// the background, which outlives a kill of sh alone: only killing the
+	// whole process group stops it. Were it not killed, the file would appear
+	// once the sleep ends.
+	for _, command := range []string{"sleep 1; touch late1", "(sleep 1; touch late2) & wait"} {
+		_, err := user.Request(ctx, "Host", "shell_command", host.ShellArgs{Command: command})
+		if !errors.Is(err, agency.ErrActionFailed) || !strings.Contains(err.Error(), "did not finish within 100ms") {
+			t.Fatalf("%s: got %v, want action_failed saying the command did not finish", command, err)
+		}
 	}
 	time.Sleep(1500 * time.Millisecond)
-	if _, err := os.Stat(filepath.Join(dir, "late")); !errors.Is(err, os.ErrNotExist) {
-		t.Errorf("the command's child outlived the timeout: %v", err)
+	for _, name := range []string{"late1", "late2"} {
+		if _, err := os.Stat(filepath.Join(dir, name)); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("%s: the command's child outlived the timeout: %v", name, err)
+		}
 	}
 }
 
@@ -286,6 +292,32 @@ func TestApproverSeesTheMessage(t *testing.T) {
 		if _, err := os.Stat(filepath.Join(dir, name)); err != nil {
 			t.Error(err)
 		}
+	}
+}
+
+// Arguments that repeat a key would show the approver one command while
+// another runs (the last value wins when they are decoded): they are refused
+// without asking.
+func TestRepeatedKeyRefused(t *testing.T) {
+	dir := t.TempDir()
+	a := &approval{ok: true}
+	ctx, user := setup(t, host.Approver(a.approve), host.Root(dir))
+	// The framework refuses such arguments where they enter (agency's codec
+	// and Send), so no approver is ever shown a value that does not run.
+	_, err := user.Request(ctx, "Host", "shell_command", json.RawMessage(`{"command":"echo harmless","command":"touch pwned"}`))
+	if !errors.Is(err, agency.ErrMalformedMessage) {
+		t.Errorf("got %v, want ErrMalformedMessage", err)
+	}
+	if n := len(a.messages()); n != 0 {
+		t.Errorf("the approver was asked %d times", n)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "pwned")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the hidden command ran: %v", err)
+	}
+	// Distinct keys, and the same key in a nested value, still reach the approver.
+	res := call[host.ShellResult](t, ctx, user, "shell_command", json.RawMessage(`{"command":"echo '{\"a\":1,\"a\":2}'"}`))
+	if res.Stdout != "{\"a\":1,\"a\":2}\n" || len(a.messages()) != 1 {
+		t.Errorf("got %+v after %d questions", res, len(a.messages()))
 	}
 }
 
