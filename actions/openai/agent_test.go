@@ -497,3 +497,95 @@ func TestToolCallTimeout(t *testing.T) {
 		t.Errorf("tool result %q", c)
 	}
 }
+
+// TestLLMCallsLLM has the Assistant call another LLM agent's say as a tool.
+// The other answers only through the tool result, not with a say back that
+// would start a turn nobody reads: the Assistant's next model call is the
+// user's next message.
+func TestLLMCallsLLM(t *testing.T) {
+	f := newFixture(t,
+		openaitest.Step{ToolCalls: []openaitest.ToolCall{{Name: "Helper__say", Arguments: `{"content": "hi"}`}}},
+		openaitest.Step{Text: "Helper says hello"},
+		openaitest.Step{Text: "second answer"},
+	)
+	other := openaitest.NewServer(t, openaitest.Step{Text: "hello from Helper"})
+	helper, err := New("Helper", APIKey("test-key"), BaseURL(other.URL), HTTPClient(other.Client()), Retries(0, time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.add(helper.Agent())
+	f.start([]string{"User", "Helper"})
+
+	if got, err := f.say(f.user, "ask Helper"); err != nil || got != "Helper says hello" {
+		t.Fatalf("answer %q, %v", got, err)
+	}
+	f.heardNext()
+	reqs := f.requests(2)
+	if m := reqs[1].Messages; m[len(m)-1].Role != "tool" || m[len(m)-1].Content != `"hello from Helper"` {
+		t.Fatalf("the tool result: %+v", m[len(m)-1])
+	}
+	// A say back from Helper would be queued before this message and use up
+	// the next step.
+	if got, err := f.say(f.user, "and now?"); err != nil || got != "second answer" {
+		t.Fatalf("next answer %q, %v", got, err)
+	}
+	m := f.requests(3)[2].Messages
+	if last := m[len(m)-1]; last.Role != "user" || last.Content != "and now?" {
+		t.Errorf("the third model call was about %+v", last)
+	}
+	if n := len(other.Requests()); n != 1 {
+		t.Errorf("Helper's model got %d requests, want 1", n)
+	}
+}
+
+// TestUnknownSenderAfterAGhost: a help that went to an agent already gone
+// must not keep a later agent with the same id out of the catalog.
+func TestUnknownSenderAfterAGhost(t *testing.T) {
+	f := newFixture(t,
+		openaitest.Step{ToolCalls: []openaitest.ToolCall{{Name: "Block__wait", Arguments: `{}`}}},
+		openaitest.Step{Text: "released"},
+		openaitest.Step{Text: "hi ghost"},
+		openaitest.Step{Text: "synced"},
+		openaitest.Step{Text: "hi again"},
+	)
+	started, release := make(chan struct{}), make(chan struct{})
+	block := agency.MustNewAgent("Block")
+	agency.Handle(block, "wait", func(ctx context.Context, _ NoArgs) (string, error) {
+		close(started)
+		<-release
+		return "ok", nil
+	})
+	f.add(block)
+	f.start([]string{"User", "Block"})
+
+	blocked := make(chan error, 1)
+	go func() { _, err := f.say(f.user, "wait for Block"); blocked <- err }()
+	<-started
+	ghost := agency.MustNewAgent("Ghost")
+	f.add(ghost)
+	if _, err := ghost.Send(f.ctx, "Assistant", "say", SayArgs{Content: "hello"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.sp.Remove(f.ctx, "Ghost"); err != nil {
+		t.Fatal(err)
+	}
+	close(release)
+	if err := <-blocked; err != nil {
+		t.Fatal(err)
+	}
+	f.heardNext()
+	if _, err := f.say(f.user, "sync"); err != nil { // the ghost's say was handled before this
+		t.Fatal(err)
+	}
+	f.heardNext()
+
+	again := agency.MustNewAgent("Ghost")
+	agency.Handle(again, "ping", func(context.Context, NoArgs) (string, error) { return "pong", nil })
+	f.add(again)
+	if _, err := agency.Call[string](f.ctx, again, "Assistant", "say", SayArgs{Content: "hello again"}); err != nil {
+		t.Fatal(err)
+	}
+	f.waitCatalog(func(agents map[string][]toolSpec) bool {
+		return len(agents["Ghost"]) == 1 && agents["Ghost"][0].Action == "ping"
+	})
+}

@@ -21,7 +21,6 @@ import (
 type catalog struct {
 	mu      sync.Mutex
 	agents  map[string][]toolSpec // agent id → its actions, sorted by name
-	asked   map[string]bool       // agents sent help whose answer has not come
 	helpIDs map[string]string     // id of a help message sent → its recipient (or Broadcast)
 	changed chan struct{}         // closed and replaced on every change (tests wait on it)
 }
@@ -35,7 +34,6 @@ type toolSpec struct {
 
 func (c *catalog) init() {
 	c.agents = make(map[string][]toolSpec)
-	c.asked = make(map[string]bool)
 	c.helpIDs = make(map[string]string)
 	c.changed = make(chan struct{})
 }
@@ -67,7 +65,6 @@ func (c *catalog) set(id string, specs []toolSpec) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.agents[id] = specs
-	delete(c.asked, id)
 	c.notify()
 }
 
@@ -75,7 +72,6 @@ func (c *catalog) drop(id string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	delete(c.agents, id)
-	delete(c.asked, id)
 	c.notify()
 }
 
@@ -86,7 +82,6 @@ func (a *Agent) AfterAdd(ctx context.Context) {
 	c.mu.Lock()
 	// A new space: forget the old one.
 	clear(c.agents)
-	clear(c.asked)
 	clear(c.helpIDs)
 	c.notify()
 	c.mu.Unlock()
@@ -137,20 +132,17 @@ func (a *Agent) isHelpAnswer(m *agency.Message) bool {
 }
 
 // notice asks an agent the catalog does not know for help. The answer comes
-// to HandleActionValue, after the running action.
+// to HandleActionValue, after the running action. It asks on every message
+// until an answer comes, never more often than the agent talks: a help that
+// found its agent gone (Send cannot tell) must not leave a later agent with
+// the same id unknown for good.
 func (a *Agent) notice(ctx context.Context, id string) {
 	c := &a.catalog
 	c.mu.Lock()
 	_, known := c.agents[id]
-	skip := id == a.agent.ID() || known || c.asked[id]
-	if !skip {
-		c.asked[id] = true
-	}
 	c.mu.Unlock()
-	if !skip && !a.sendHelp(ctx, id) {
-		c.mu.Lock()
-		delete(c.asked, id)
-		c.mu.Unlock()
+	if id != a.agent.ID() && !known {
+		a.sendHelp(ctx, id)
 	}
 }
 

@@ -26,6 +26,13 @@ type SayArgs struct {
 // answering each other for ever.
 const replyMeta = "in_reply_to"
 
+// toolCallMeta is the __meta__ key of a request made for a model's tool
+// call, holding the call's id. A say that carries it (one LLM agent calling
+// another's say as a tool) is answered only as the action's value: the
+// caller reads it as the tool's result, and a say back would start a turn
+// of its own that nobody reads.
+const toolCallMeta = "tool_call_id"
+
 type chatMessage = gopenai.ChatCompletionMessage
 
 // say runs one turn of the conversation with the sender: model calls and
@@ -47,7 +54,9 @@ func (a *Agent) say(ctx context.Context, args SayArgs) (string, error) {
 		a.logger.Error("openai: model call failed", "agent", a.agent.ID(), "partner", partner, "error", err)
 		answer = sorry(err)
 	}
-	if _, answered := m.Meta[replyMeta]; !answered {
+	_, answered := m.Meta[replyMeta]
+	_, asTool := m.Meta[toolCallMeta]
+	if !answered && !asTool {
 		r := &agency.Message{To: partner, Meta: map[string]any{replyMeta: m.ID}, Action: "say", Args: SayArgs{Content: answer}}
 		if _, err := a.agent.SendMessage(ctx, r); err != nil {
 			a.logger.Warn("openai: answer not sent", "to", partner, "error", err)
@@ -154,9 +163,9 @@ func (a *Agent) call(ctx context.Context, ts toolSet, tc gopenai.ToolCall, thoug
 	if !isObject(args) {
 		return fmt.Sprintf("error: invalid_args: the arguments of %s must be a JSON object, not %s", tc.Function.Name, clip(string(args), 200))
 	}
-	m := &agency.Message{To: k.Agent, Action: k.Action, Args: args}
+	m := &agency.Message{To: k.Agent, Action: k.Action, Args: args, Meta: map[string]any{toolCallMeta: tc.ID}}
 	if thoughts != "" {
-		m.Meta = map[string]any{"thoughts": thoughts}
+		m.Meta["thoughts"] = thoughts
 	}
 	cctx, cancel := context.WithTimeout(ctx, a.callTimeout)
 	defer cancel()
