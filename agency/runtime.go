@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"runtime/debug"
 	"sync"
+	"time"
 )
 
 // Router carries an agent's outgoing messages. A space gives one to each
@@ -225,7 +226,16 @@ func (c *Conn) loop() {
 // handle runs one incoming message to its end.
 func (c *Conn) handle(m *Message) {
 	a := c.agent
-	ctx := &actionContext{Context: c.ctx, conn: c, msg: m}
+	base := c.ctx
+	if dl, ok := m.Meta[DeadlineMeta].(string); ok {
+		// The caller stops waiting then: so does the handler.
+		if t, err := time.Parse(time.RFC3339Nano, dl); err == nil {
+			var cancel context.CancelFunc
+			base, cancel = context.WithDeadline(base, t)
+			defer cancel()
+		}
+	}
+	ctx := &actionContext{Context: base, conn: c, msg: m}
 	switch m.Action {
 	case ResponseAction:
 		if h := a.hooks.value; h != nil {

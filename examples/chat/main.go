@@ -205,7 +205,8 @@ type chat struct {
 // line.
 type ask struct {
 	question string
-	answer   chan bool // buffered: the loop never waits to answer
+	answer   chan bool       // buffered: the loop never waits to answer
+	gone     <-chan struct{} // closed when the asker stopped waiting (its request's deadline)
 }
 
 // showActions prints the actions that the agent with the given id offers
@@ -254,6 +255,11 @@ func (c *chat) loop() {
 			if !ok {
 				return
 			}
+			if before := len(open); before > 0 {
+				if open = c.withdrawn(open); len(open) == 0 {
+					continue // the line answered a question nobody waits for
+				}
+			}
 			if len(open) > 0 {
 				answer := strings.ToLower(strings.TrimSpace(line))
 				open[0].answer <- answer == "y" || answer == "yes"
@@ -268,6 +274,25 @@ func (c *chat) loop() {
 			}
 		}
 	}
+}
+
+// withdrawn drops the questions at the head of open whose asker stopped
+// waiting, so that a line never answers a question nobody waits for.
+func (c *chat) withdrawn(open []ask) []ask {
+	for len(open) > 0 {
+		select {
+		case <-open[0].gone:
+			c.out.print("(that question was withdrawn: the request behind it timed out)\n")
+			open = open[1:]
+			if len(open) > 0 {
+				c.out.print(open[0].question)
+			}
+			continue
+		default:
+		}
+		break
+	}
+	return open
 }
 
 // handle acts on one line; it returns false to end the chat.
@@ -342,7 +367,7 @@ func (c *chat) approve(ctx context.Context, m *agency.Message) bool {
 	if thoughts, ok := m.Meta["thoughts"].(string); ok && thoughts != "" {
 		q = fmt.Sprintf("(%s thinks: %s)\n%s", m.From, thoughts, q)
 	}
-	a := ask{question: q, answer: make(chan bool, 1)}
+	a := ask{question: q, answer: make(chan bool, 1), gone: ctx.Done()}
 	select {
 	case c.asks <- a:
 	case <-ctx.Done():

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"sync/atomic"
+	"time"
 
 	"github.com/seed72275b23/agency-go/agency"
 )
@@ -22,6 +23,7 @@ var messagingTests = []test{
 	{"RequestAndError", testRequestAndError},
 	{"RequestTimeout", testRequestTimeout},
 	{"RequestCancelled", testRequestCancelled},
+	{"RequestDeadline", testRequestDeadline},
 	{"ToAbsentAgent", testToAbsentAgent},
 	{"UnknownActionPointToPoint", testUnknownActionPointToPoint},
 	{"UnknownActionBroadcast", testUnknownActionBroadcast},
@@ -451,7 +453,9 @@ func testMetaUnchanged(e *env) {
 		"big": int64(1) << 53,
 	}
 	msg := &agency.Message{To: target.ID(), Action: "inspect", Meta: meta}
-	if _, err := sender.RequestMessage(e.ctx(), msg); err != nil {
+	// A context without deadline: a deadline would add the framework's own
+	// __meta__.deadline (see testRequestDeadline).
+	if _, err := sender.RequestMessage(context.Background(), msg); err != nil {
 		e.t.Fatal(err)
 	}
 	got := seen.waitLen(e.t, "the handler to run", 1)[0]
@@ -555,5 +559,46 @@ func testHandlerPanic(e *env) {
 		if v := call[string](e, caller, target.ID(), "ping", nil); v != "pong" {
 			e.t.Errorf("ping after panic %d = %q, want pong", i+1, v)
 		}
+	}
+}
+
+// A Request's deadline travels with it: the handler's context (and the
+// permission hook's) ends when the caller stops waiting, so a handler, or a
+// human asked for permission, does not work on for nobody.
+func testRequestDeadline(e *env) {
+	target := e.newAgent("Target")
+	type seen struct {
+		deadline time.Time
+		ok       bool
+		ended    bool
+	}
+	got := make(chan seen, 1)
+	agency.Handle(target, "wait", func(ctx context.Context, _ empty) (bool, error) {
+		dl, ok := ctx.Deadline()
+		ended := false
+		select {
+		case <-ctx.Done():
+			ended = true
+		case <-e.stop:
+		}
+		signal(got, seen{dl, ok, ended})
+		<-e.stop // answer only after the caller has surely given up
+		return true, nil
+	})
+	caller := e.newAgent("Caller")
+	e.add(target, caller)
+
+	want := time.Now().Add(300 * time.Millisecond)
+	ctx, cancel := context.WithDeadline(e.ctx(), want)
+	defer cancel()
+	if _, err := caller.Request(ctx, target.ID(), "wait", nil); !errors.Is(err, agency.ErrTimeout) {
+		e.t.Fatalf("Request: %v, want a timeout", err)
+	}
+	s := receive(e.t, got, "the handler to see its context end")
+	if !s.ok || !s.deadline.Equal(want) {
+		e.t.Errorf("the handler's deadline is %v (set %v), want %v", s.deadline, s.ok, want)
+	}
+	if !s.ended {
+		e.t.Error("the handler's context did not end at the request's deadline")
 	}
 }
