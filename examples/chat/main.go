@@ -75,7 +75,7 @@ Host asks you before each of its actions: answer y to allow, anything else to re
 
 // requestTimeout bounds an action called with a slash command; a Host
 // action waits for your approval within it.
-const requestTimeout = 5 * time.Minute
+var requestTimeout = 5 * time.Minute // a variable for the tests
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -251,14 +251,17 @@ func (c *chat) loop() {
 			if len(open) == 1 {
 				c.out.print(a.question)
 			}
+		case <-headGone(open):
+			// The request behind the question timed out: say so now, so that
+			// the next line is not taken as an answer nobody waits for.
+			c.out.print("\n(that question was withdrawn: the request behind it timed out)\n")
+			open = open[1:]
+			if len(open) > 0 {
+				c.out.print(open[0].question)
+			}
 		case line, ok := <-c.lines:
 			if !ok {
 				return
-			}
-			if before := len(open); before > 0 {
-				if open = c.withdrawn(open); len(open) == 0 {
-					continue // the line answered a question nobody waits for
-				}
 			}
 			if len(open) > 0 {
 				answer := strings.ToLower(strings.TrimSpace(line))
@@ -276,23 +279,13 @@ func (c *chat) loop() {
 	}
 }
 
-// withdrawn drops the questions at the head of open whose asker stopped
-// waiting, so that a line never answers a question nobody waits for.
-func (c *chat) withdrawn(open []ask) []ask {
-	for len(open) > 0 {
-		select {
-		case <-open[0].gone:
-			c.out.print("(that question was withdrawn: the request behind it timed out)\n")
-			open = open[1:]
-			if len(open) > 0 {
-				c.out.print(open[0].question)
-			}
-			continue
-		default:
-		}
-		break
+// headGone is closed when the asker of the oldest open question stops
+// waiting; nil (never ready) when no question is open.
+func headGone(open []ask) <-chan struct{} {
+	if len(open) == 0 {
+		return nil
 	}
-	return open
+	return open[0].gone
 }
 
 // handle acts on one line; it returns false to end the chat.

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -333,6 +334,29 @@ func TestChatEnds(t *testing.T) {
 			t.Fatalf("run: %v", err)
 		}
 	})
+}
+
+// TestQuestionWithdrawn: when the request behind a Host question times out
+// (its deadline reaches the Host's approver), the chat says so at once, and
+// the next line is read as a line, not as an answer nobody waits for.
+func TestQuestionWithdrawn(t *testing.T) {
+	defer func(d time.Duration) { requestTimeout = d }(requestTimeout)
+	requestTimeout = 300 * time.Millisecond
+	s := startChat(t, context.Background())
+	dir := t.TempDir()
+	marker := filepath.Join(dir, "made")
+	s.write(`/Host.shell_command {"command":"touch ` + marker + `"}`)
+	s.waitFor(`Allow User to run shell_command`)
+	s.waitFor(`(that question was withdrawn: the request behind it timed out)`)
+	s.write("y") // a plain line now: the scripted model adds 2 and 3
+	s.waitFor("Assistant: The answer is 5.")
+	s.write("/quit")
+	if err := s.end(); err != nil {
+		t.Fatalf("run: %v", err)
+	}
+	if _, err := os.Stat(marker); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the withdrawn command ran: %v", err)
+	}
 }
 
 func TestWithoutModel(t *testing.T) {
