@@ -60,14 +60,6 @@ func (t ErrorType) sentinel() error {
 	}
 }
 
-func (t ErrorType) known() bool {
-	switch t {
-	case ErrorNotFound, ErrorPermissionDenied, ErrorInvalidArgs, ErrorActionFailed, ErrorTimeout:
-		return true
-	}
-	return false
-}
-
 // ActionError is the error an action's caller receives: the payload of an
 // [error] message. It matches the sentinel of its type under errors.Is, and
 // unwraps to the local cause where there is one (a context error for a

@@ -10,8 +10,9 @@ import (
 // context from which [AgentFrom] and, for the message hooks, [MessageFrom]
 // read the agent and the message.
 type (
-	// AfterAdder is called once the agent is in a space, before Add returns.
-	// It may Send; a Request from it delays Add until the answer comes.
+	// AfterAdder is called once the agent is in a space, before Add returns
+	// and before the agent handles any message. It may Send; a Request from
+	// it delays Add until the answer comes.
 	AfterAdder interface {
 		AfterAdd(ctx context.Context)
 	}

@@ -149,7 +149,7 @@ func (a *Agent) notice(ctx context.Context, id string) {
 // sendHelp sends help to id (or Broadcast), its answers to come to the
 // response hooks. The message id is recorded before the send, so that no
 // answer can come first.
-func (a *Agent) sendHelp(ctx context.Context, to string) bool {
+func (a *Agent) sendHelp(ctx context.Context, to string) {
 	c := &a.catalog
 	m := &agency.Message{To: to, ID: agency.NewID(), Action: agency.HelpAction}
 	c.mu.Lock()
@@ -160,9 +160,7 @@ func (a *Agent) sendHelp(ctx context.Context, to string) bool {
 		c.mu.Lock()
 		delete(c.helpIDs, m.ID)
 		c.mu.Unlock()
-		return false
 	}
-	return true
 }
 
 // refresh asks one agent for help and waits for the answer; it works inside
