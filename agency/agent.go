@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"reflect"
 	"sync/atomic"
-	"time"
 )
 
 // Agent is a participant in a space: an id, a set of actions, and the hooks
@@ -178,26 +177,14 @@ func (a *Agent) Request(ctx context.Context, to, action string, args any) (*Mess
 	return a.RequestMessage(ctx, &Message{To: to, Action: action, Args: args})
 }
 
-// DeadlineMeta is the __meta__ key that carries a request's deadline (RFC
-// 3339, UTC) to the agent that handles it: Request sets it from ctx, and the
-// handler's context, the permission hook's included, ends at that time.
-const DeadlineMeta = "deadline"
-
 // RequestMessage is Request with the whole message in the caller's hands; see
 // SendMessage.
 func (a *Agent) RequestMessage(ctx context.Context, m *Message) (*Message, error) {
 	if m.To == Broadcast {
 		return nil, fmt.Errorf("%w: a request needs one recipient, not a broadcast", ErrMalformedMessage)
 	}
-	if dl, ok := ctx.Deadline(); ok {
-		if _, given := m.Meta[DeadlineMeta]; !given {
-			meta := make(map[string]any, len(m.Meta)+1) // the caller's map stays as it was
-			for k, v := range m.Meta {
-				meta[k] = v
-			}
-			meta[DeadlineMeta] = dl.UTC().Format(time.RFC3339Nano)
-			m.Meta = meta
-		}
+	if dl, ok := ctx.Deadline(); ok && m.Deadline.IsZero() {
+		m.Deadline = dl
 	}
 	c, err := a.prepare(m)
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 	"unicode/utf8"
 )
 
@@ -45,9 +46,13 @@ func (m *Message) MarshalJSON() ([]byte, error) {
 		field("parent_id")
 		writeJSONString(&b, m.ParentID)
 	}
+	if !m.Deadline.IsZero() {
+		field("deadline")
+		writeJSONString(&b, m.Deadline.UTC().Format(time.RFC3339Nano))
+	}
 	keys := make([]string, 0, len(m.Meta))
 	for k := range m.Meta {
-		if k != "id" && k != "parent_id" {
+		if k != "id" && k != "parent_id" && k != "deadline" {
 			keys = append(keys, k)
 		}
 	}
@@ -356,6 +361,15 @@ func (m *Message) decodeMeta(raw json.RawMessage) error {
 			m.ParentID = s
 		}
 		delete(meta, k)
+	}
+	if v, ok := meta["deadline"]; ok {
+		s, _ := v.(string)
+		t, err := time.Parse(time.RFC3339Nano, s)
+		if err != nil {
+			return fmt.Errorf("%w: __meta__.deadline must be an RFC 3339 time, not %v", ErrMalformedMessage, v)
+		}
+		m.Deadline = t
+		delete(meta, "deadline")
 	}
 	if len(meta) > 0 {
 		m.Meta = meta

@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/seed72275b23/agency-go/agency"
 )
@@ -526,5 +527,25 @@ func TestDecodeMessageKeepsNoReference(t *testing.T) {
 	}
 	if got := string(m.Args.(json.RawMessage)); got != `{"a":1}` {
 		t.Fatalf("args after the buffer was reused: %q", got)
+	}
+}
+
+// TestCodecDeadline: a message's deadline travels as __meta__.deadline, an
+// RFC 3339 time in UTC, and comes back as the same instant.
+func TestCodecDeadline(t *testing.T) {
+	dl := time.Date(2026, 11, 21, 8, 30, 15, 123456789, time.FixedZone("CET", 3600))
+	m := &agency.Message{To: "Calculator", From: "User", ID: "x", Deadline: dl, Action: "add"}
+	data, got := roundTrip(t, m)
+	if want := `"__meta__":{"id":"x","deadline":"2026-11-21T07:30:15.123456789Z"}`; !strings.Contains(string(data), want) {
+		t.Errorf("wire form %s does not hold %s", data, want)
+	}
+	if !got.Deadline.Equal(dl) || got.Meta != nil {
+		t.Errorf("decoded deadline %v (meta %v), want %v", got.Deadline, got.Meta, dl)
+	}
+	for _, bad := range []string{`"tomorrow"`, `17`, `null`} {
+		in := `{"to":"A","from":"B","action":{"__meta__":{"deadline":` + bad + `},"add":{}}}`
+		if _, err := agency.DecodeMessage([]byte(in)); !errors.Is(err, agency.ErrMalformedMessage) {
+			t.Errorf("deadline %s: %v, want ErrMalformedMessage", bad, err)
+		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
+	"time"
 	"unicode"
 	"unicode/utf8"
 )
@@ -41,6 +42,7 @@ type Message struct {
 
 	ID       string         // __meta__.id: unique per message, set on send unless given
 	ParentID string         // __meta__.parent_id: on a response, the id it answers
+	Deadline time.Time      // __meta__.deadline: when the sender stops waiting; Request sets it from its ctx
 	Meta     map[string]any // every other __meta__ key, carried unchanged
 
 	Action string // the action name

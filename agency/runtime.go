@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"runtime/debug"
 	"sync"
-	"time"
 )
 
 // Router carries an agent's outgoing messages. A space gives one to each
@@ -227,13 +226,11 @@ func (c *Conn) loop() {
 func (c *Conn) handle(m *Message) {
 	a := c.agent
 	base := c.ctx
-	if dl, ok := m.Meta[DeadlineMeta].(string); ok {
+	if !m.Deadline.IsZero() {
 		// The caller stops waiting then: so does the handler.
-		if t, err := time.Parse(time.RFC3339Nano, dl); err == nil {
-			var cancel context.CancelFunc
-			base, cancel = context.WithDeadline(base, t)
-			defer cancel()
-		}
+		var cancel context.CancelFunc
+		base, cancel = context.WithDeadline(base, m.Deadline)
+		defer cancel()
 	}
 	ctx := &actionContext{Context: base, conn: c, msg: m}
 	switch m.Action {

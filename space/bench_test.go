@@ -83,9 +83,21 @@ func benchOneWay(b *testing.B, args func(i int) any) {
 // BenchmarkLocalRequest measures sequential request round trips and reports
 // their median.
 func BenchmarkLocalRequest(b *testing.B) {
-	ctx := context.Background()
+	benchRequest(b, context.Background())
+}
+
+// BenchmarkLocalRequestDeadline is BenchmarkLocalRequest with a deadline on
+// the context, as every real Request should have: the deadline travels with
+// the message and the handler's context gets a timer of its own.
+func BenchmarkLocalRequestDeadline(b *testing.B) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
+	defer cancel()
+	benchRequest(b, ctx)
+}
+
+func benchRequest(b *testing.B, ctx context.Context) {
 	sp := space.NewLocal()
-	defer sp.Close(ctx)
+	defer sp.Close(context.Background())
 
 	echo := agency.MustNewAgent("Echo")
 	agency.Handle(echo, "ping", func(ctx context.Context, args pingArgs) (int, error) {
