@@ -166,10 +166,11 @@ func (a *Agent) SendMessage(ctx context.Context, m *Message) (string, error) {
 // response from that agent (a response to the same id from any other agent
 // goes to the hooks, as a response to a Send does). An [error] response is
 // returned as an *ActionError (errors.Is matches ErrNotFound,
-// ErrPermissionDenied, …). When ctx's deadline passes
-// first the error is a timeout (errors.Is(err, ErrTimeout)); when ctx is
-// cancelled it is ctx's error. A recipient the space knows to be absent is
-// ErrNoRecipient at once.
+// ErrPermissionDenied, …). ctx's deadline travels with the request
+// (Message.Deadline), so the handler's context ends when the caller stops
+// waiting. When the deadline passes first the error is a timeout
+// (errors.Is(err, ErrTimeout)); when ctx is cancelled it is ctx's error. A
+// recipient the space knows to be absent is ErrNoRecipient at once.
 //
 // Request may be called from inside an action: responses never wait behind
 // the agent's queue.
