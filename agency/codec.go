@@ -52,9 +52,7 @@ func (m *Message) MarshalJSON() ([]byte, error) {
 	}
 	keys := make([]string, 0, len(m.Meta))
 	for k := range m.Meta {
-		if k != "id" && k != "parent_id" && k != "deadline" {
-			keys = append(keys, k)
-		}
+		keys = append(keys, k) // validate has refused the framework's own keys
 	}
 	slices.Sort(keys)
 	for _, k := range keys {
@@ -161,6 +159,13 @@ func (m *Message) validate() error {
 	}
 	if err := validateActionName(m.Action); err != nil {
 		return fmt.Errorf("%w: %v", ErrMalformedMessage, err)
+	}
+	for _, k := range [...]string{"id", "parent_id", "deadline"} {
+		if _, ok := m.Meta[k]; ok {
+			// The framework's own keys live in fields; a copy in Meta would
+			// travel in process and vanish on the wire.
+			return fmt.Errorf("%w: __meta__ key %q is the framework's: set Message.ID, ParentID or Deadline", ErrMalformedMessage, k)
+		}
 	}
 	switch m.Action {
 	case ErrorAction:
