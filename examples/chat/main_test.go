@@ -3,11 +3,9 @@ package main
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -16,110 +14,55 @@ import (
 	"time"
 
 	"go.uber.org/goleak"
+
+	"github.com/seed72275b23/agency-go/actions/openai/openaitest"
 )
 
 func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)
 }
 
-// model is a scripted OpenAI-compatible chat-completions server. To a user
-// message it answers with a tool call: the Host's shell_command when the
-// message mentions the shell, else the Calculator's add of 2 and 3. To a
-// tool result it answers with text that quotes the result.
-type model struct {
-	t        *testing.T
-	mu       sync.Mutex
-	requests []chatRequest
-}
-
-type chatRequest struct {
-	Model    string `json:"model"`
-	Messages []struct {
-		Role       string `json:"role"`
-		Content    string `json:"content"`
-		ToolCallID string `json:"tool_call_id"`
-	} `json:"messages"`
-	Tools []struct {
-		Type     string `json:"type"`
-		Function struct {
-			Name        string          `json:"name"`
-			Description string          `json:"description"`
-			Parameters  json.RawMessage `json:"parameters"`
-		} `json:"function"`
-	} `json:"tools"`
-}
-
-func (m *model) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if r.Method != http.MethodPost || r.URL.Path != "/v1/chat/completions" {
-		http.NotFound(w, r)
-		return
-	}
-	if got := r.Header.Get("Authorization"); got != "Bearer test-key" {
-		m.t.Errorf("Authorization: %q", got)
-	}
-	var req chatRequest
-	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
-		m.t.Errorf("decoding the request: %v", err)
-		http.Error(w, err.Error(), http.StatusBadRequest)
-		return
-	}
-	m.mu.Lock()
-	m.requests = append(m.requests, req)
-	m.mu.Unlock()
-
-	last := req.Messages[len(req.Messages)-1]
-	if last.Role == "user" && strings.Contains(last.Content, "fail") {
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(http.StatusUnauthorized)
-		io.WriteString(w, `{"error":{"message":"Incorrect API key provided","type":"invalid_request_error","code":"invalid_api_key"}}`)
-		return
-	}
-	message := map[string]any{"role": "assistant"}
-	finish := "stop"
-	switch last.Role {
-	case "user":
-		agent, action, args := "Calculator", "add", `{"a":2,"b":3}`
-		if strings.Contains(last.Content, "shell") {
-			agent, action, args = "Host", "shell_command", `{"command":"touch chat-was-here"}`
+// model is one step of the scripted model server: to a user message it
+// answers with a tool call (the Host's shell_command when the message
+// mentions the shell, else the Calculator's add of 2 and 3), or with HTTP
+// 401 when the message says "fail"; to a tool result it answers with text
+// that quotes the result.
+func model(t *testing.T) openaitest.Step {
+	return openaitest.Step{Func: func(req openaitest.Request) openaitest.Step {
+		if got := req.Header.Get("Authorization"); got != "Bearer test-key" {
+			t.Errorf("Authorization: %q", got)
 		}
-		name := m.toolName(req, agent, action)
-		message["content"] = "I will ask " + agent + "."
-		message["tool_calls"] = []any{map[string]any{
-			"id": "call_1", "type": "function",
-			"function": map[string]any{"name": name, "arguments": args},
-		}}
-		finish = "tool_calls"
-	case "tool":
-		message["content"] = "The answer is " + last.Content + "."
-	default:
-		m.t.Errorf("unexpected last message %+v", last)
-		message["content"] = "?"
-	}
-	w.Header().Set("Content-Type", "application/json")
-	json.NewEncoder(w).Encode(map[string]any{
-		"id": "chatcmpl-1", "object": "chat.completion", "created": 1, "model": req.Model,
-		"choices": []any{map[string]any{"index": 0, "message": message, "finish_reason": finish}},
-		"usage":   map[string]int{"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
-	})
+		last := req.Messages[len(req.Messages)-1]
+		switch {
+		case last.Role == "user" && strings.Contains(last.Content, "fail"):
+			return openaitest.Step{Status: http.StatusUnauthorized, Error: "Incorrect API key provided"}
+		case last.Role == "user":
+			agent, action, args := "Calculator", "add", `{"a":2,"b":3}`
+			if strings.Contains(last.Content, "shell") {
+				agent, action, args = "Host", "shell_command", `{"command":"touch chat-was-here"}`
+			}
+			return openaitest.Step{
+				Text:      "I will ask " + agent + ".",
+				ToolCalls: []openaitest.ToolCall{{Name: toolName(t, req, agent, action), Arguments: args}},
+			}
+		case last.Role == "tool":
+			return openaitest.Step{Text: "The answer is " + last.Content + "."}
+		}
+		t.Errorf("unexpected last message %+v", last)
+		return openaitest.Step{Text: "?"}
+	}}
 }
 
 // toolName finds the tool that stands for agent's action by its name, so
 // that the script does not depend on how the names are made.
-func (m *model) toolName(req chatRequest, agent, action string) string {
+func toolName(t *testing.T, req openaitest.Request, agent, action string) string {
 	for _, tool := range req.Tools {
-		name := tool.Function.Name
-		if strings.HasPrefix(name, agent) && strings.HasSuffix(name, action) {
-			return name
+		if strings.HasPrefix(tool.Name, agent) && strings.HasSuffix(tool.Name, action) {
+			return tool.Name
 		}
 	}
-	m.t.Errorf("no tool for %s.%s among %d tools", agent, action, len(req.Tools))
+	t.Errorf("no tool for %s.%s among %d tools", agent, action, len(req.Tools))
 	return agent + "__" + action
-}
-
-func (m *model) sent() []chatRequest {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return append([]chatRequest(nil), m.requests...)
 }
 
 // screen is the terminal the chat writes to.
@@ -175,7 +118,7 @@ func (s *screen) waitFor(t *testing.T, text string) {
 // its stdin.
 type session struct {
 	t      *testing.T
-	model  *model
+	model  *openaitest.Server
 	screen *screen
 	input  *io.PipeWriter
 	done   chan error // run's result
@@ -183,16 +126,18 @@ type session struct {
 
 func startChat(t *testing.T, ctx context.Context) *session {
 	t.Helper()
-	m := &model{t: t}
-	srv := httptest.NewServer(m)
-	t.Cleanup(srv.Close)
+	steps := make([]openaitest.Step, 16) // more than any test makes calls
+	for i := range steps {
+		steps[i] = model(t)
+	}
+	srv := openaitest.NewServer(t, steps...)
 	env := map[string]string{
 		"OPENAI_API_KEY":  "test-key",
-		"OPENAI_BASE_URL": srv.URL + "/v1",
+		"OPENAI_BASE_URL": srv.URL,
 		"OPENAI_MODEL":    "scripted",
 	}
 	stdin, input := io.Pipe()
-	s := &session{t: t, model: m, screen: newScreen(), input: input, done: make(chan error, 1)}
+	s := &session{t: t, model: srv, screen: newScreen(), input: input, done: make(chan error, 1)}
 	t.Cleanup(func() { input.Close() }) // ends the chat's reader
 	go func() { s.done <- run(ctx, func(k string) string { return env[k] }, stdin, s.screen) }()
 	s.waitFor("Chat with Assistant")
@@ -283,13 +228,13 @@ func TestChat(t *testing.T) {
 
 	// What the model was sent: the actions of every other agent as tools,
 	// and the results of the tool calls.
-	reqs := s.model.sent()
+	reqs := s.model.Requests()
 	if len(reqs) != 5 {
 		t.Fatalf("the model was called %d times, want 5", len(reqs))
 	}
 	var names []string
 	for _, tool := range reqs[0].Tools {
-		names = append(names, tool.Function.Name)
+		names = append(names, tool.Name)
 	}
 	for _, want := range []string{"Calculator", "add", "multiply", "Host", "shell_command", "read_file", "write_file", "list_files"} {
 		if !strings.Contains(strings.Join(names, " "), want) {
@@ -307,7 +252,7 @@ func TestChat(t *testing.T) {
 	}
 }
 
-func lastMessage(r chatRequest) struct{ Role, Content string } {
+func lastMessage(r openaitest.Request) struct{ Role, Content string } {
 	last := r.Messages[len(r.Messages)-1]
 	return struct{ Role, Content string }{last.Role, last.Content}
 }
