@@ -43,6 +43,7 @@ type Conn struct {
 	pending   map[string]pendingRequest // request id → who answers it, and where
 
 	startOnce sync.Once
+	leaveOnce sync.Once
 	closeOnce sync.Once
 	closeErr  error
 }
@@ -106,8 +107,22 @@ func (c *Conn) Deliver(m *Message) error {
 	return nil
 }
 
-// Close takes the agent out: it runs the BeforeRemove hook (which may run
-// while an action does), stops taking messages, handles those already
+// BeforeRemove runs the agent's BeforeRemove hook, once, while the agent
+// still takes messages. A space that must do work between the hook and the
+// end of intake (a wire space stops new messages at the broker, then drains
+// those already on their way) calls it before [Conn.Close]; otherwise Close
+// runs it.
+func (c *Conn) BeforeRemove(ctx context.Context) {
+	c.leaveOnce.Do(func() {
+		if h := c.agent.hooks.beforeRemove; h != nil {
+			c.guard("BeforeRemove", func() { h.BeforeRemove(&actionContext{Context: ctx, conn: c}) })
+		}
+	})
+}
+
+// Close takes the agent out: it runs the BeforeRemove hook unless
+// [Conn.BeforeRemove] has (the hook may run while an action does), stops
+// taking messages, handles those already
 // queued, and waits for running actions. When ctx ends first, the actions'
 // context is cancelled, the queue is dropped and ctx's error returned; the
 // agent stays in use, and cannot join another space, until its running
@@ -119,9 +134,7 @@ func (c *Conn) Deliver(m *Message) error {
 // Close is idempotent.
 func (c *Conn) Close(ctx context.Context) error {
 	c.closeOnce.Do(func() {
-		if h := c.agent.hooks.beforeRemove; h != nil {
-			c.guard("BeforeRemove", func() { h.BeforeRemove(&actionContext{Context: ctx, conn: c}) })
-		}
+		c.BeforeRemove(ctx)
 		c.mb.close()
 		c.start() // a loop that never started still has to drain and let go
 		if ac := fromContext(ctx); ac != nil && ac.conn == c && ac.msg != nil {
