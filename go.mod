@@ -5,6 +5,7 @@ go 1.24.0
 require (
 	github.com/go-playground/validator/v10 v10.30.1
 	github.com/invopop/jsonschema v0.14.0
+	github.com/rabbitmq/amqp091-go v1.16.0
 	github.com/sashabaranov/go-openai v1.43.0
 	go.uber.org/goleak v1.3.0
 )

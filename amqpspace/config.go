@@ -1,0 +1,218 @@
+package amqpspace
+
+import (
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/url"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	amqp "github.com/rabbitmq/amqp091-go"
+)
+
+// Defaults of Config.
+const (
+	DefaultURL            = "amqp://guest:guest@localhost:5672/"
+	DefaultExchange       = "agency"
+	DefaultPrefetch       = 256
+	DefaultHeartbeat      = 10 * time.Second
+	DefaultMaxMessageSize = 4 << 20 // 4 MiB
+	DefaultPublishTimeout = 10 * time.Second
+	DefaultQueueExpiry    = 30 * time.Second
+)
+
+// Limits of Config's fields.
+const (
+	maxPrefetch       = 65535     // basic.qos takes a 16-bit count
+	maxMessageSize    = 512 << 20 // RabbitMQ's own ceiling
+	maxExchangeLength = 255
+	minQueueExpiry    = time.Second
+)
+
+// ErrInvalidConfig is wrapped by every error New and ConfigFromEnv return
+// for configuration that cannot work.
+var ErrInvalidConfig = errors.New("amqpspace: invalid configuration")
+
+// Config configures a Space. The zero value, with defaults filled in by New,
+// connects to a broker on localhost with guest/guest.
+type Config struct {
+	// URL of the broker: amqp://user:password@host:port/vhost, or amqps://
+	// for TLS. Empty means DefaultURL. Special characters in the user name
+	// or password must be percent-encoded.
+	URL string
+	// Exchange is the durable topic exchange every process of one space
+	// shares. Empty means DefaultExchange. Names starting with "amq." are
+	// the broker's own and refused.
+	Exchange string
+	// Prefetch bounds how many messages the broker hands each agent before
+	// they are acknowledged (basic.qos). 0 means DefaultPrefetch.
+	Prefetch int
+	// Heartbeat is the AMQP heartbeat interval; a connection silent for
+	// about twice as long counts as lost. 0 means DefaultHeartbeat.
+	// Heartbeats cannot be turned off: they are how a dead peer is noticed.
+	Heartbeat time.Duration
+	// TLS is used with an amqps:// URL (nil means the system's roots and
+	// the URL's host name). Giving it with an amqp:// URL is an error,
+	// rather than a connection that silently goes unencrypted.
+	TLS *tls.Config
+	// MaxMessageSize bounds an encoded message, both ways: a larger
+	// outgoing message is an error for its sender, a larger incoming one is
+	// dropped with a log line. 0 means DefaultMaxMessageSize.
+	MaxMessageSize int
+	// PublishTimeout bounds the wait for the broker's confirmation of a
+	// message when the sender's context has no earlier deadline.
+	// 0 means DefaultPublishTimeout.
+	PublishTimeout time.Duration
+	// QueueExpiry is how long the broker keeps an agent's queues once no
+	// process consumes them: long enough to ride out a reconnect, short
+	// enough that a crashed process's ids stop collecting mail.
+	// 0 means DefaultQueueExpiry; at least one second.
+	QueueExpiry time.Duration
+	// Logger receives connection events and dropped wire input.
+	// nil means silence.
+	Logger *slog.Logger
+}
+
+// ConfigFromEnv reads the broker's address from the environment: AMQP_URL,
+// or else AMQP_HOST, AMQP_PORT, AMQP_USERNAME, AMQP_PASSWORD and
+// AMQP_VHOST (each defaulting to localhost, 5672, guest, guest and "/").
+// Setting AMQP_URL together with any of the others is an error: one of them
+// would be ignored. For TLS, give an amqps:// AMQP_URL.
+func ConfigFromEnv() (Config, error) {
+	var c Config
+	if u := os.Getenv("AMQP_URL"); u != "" {
+		var both []string
+		for _, k := range []string{"AMQP_HOST", "AMQP_PORT", "AMQP_USERNAME", "AMQP_PASSWORD", "AMQP_VHOST"} {
+			if os.Getenv(k) != "" {
+				both = append(both, k)
+			}
+		}
+		if len(both) > 0 {
+			return Config{}, fmt.Errorf("%w: AMQP_URL is set together with %s; set one or the other",
+				ErrInvalidConfig, strings.Join(both, ", "))
+		}
+		c.URL = u
+		return c, nil
+	}
+	host := envOr("AMQP_HOST", "localhost")
+	port := envOr("AMQP_PORT", "5672")
+	if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+		return Config{}, fmt.Errorf("%w: AMQP_PORT=%q is not a port number (1-65535)", ErrInvalidConfig, port)
+	}
+	if strings.ContainsAny(host, "/?#@ ") {
+		return Config{}, fmt.Errorf("%w: AMQP_HOST=%q is not a host name", ErrInvalidConfig, host)
+	}
+	u := url.URL{
+		Scheme: "amqp",
+		User:   url.UserPassword(envOr("AMQP_USERNAME", "guest"), envOr("AMQP_PASSWORD", "guest")),
+		Host:   net.JoinHostPort(host, port),
+		Path:   "/",
+	}
+	if v := os.Getenv("AMQP_VHOST"); v != "" && v != "/" {
+		u.Path = "/" + v
+		u.RawPath = "/" + url.PathEscape(v)
+	}
+	c.URL = u.String()
+	return c, nil
+}
+
+func envOr(key, def string) string {
+	if v := os.Getenv(key); v != "" {
+		return v
+	}
+	return def
+}
+
+// settings is a validated Config with its defaults filled in.
+type settings struct {
+	Config
+	uri amqp.URI
+}
+
+// check fills in c's defaults and reports the first setting that cannot
+// work.
+func (c Config) check() (settings, error) {
+	if c.URL == "" {
+		c.URL = DefaultURL
+	}
+	uri, err := amqp.ParseURI(c.URL)
+	if err != nil {
+		return settings{}, fmt.Errorf("%w: URL %q: %v", ErrInvalidConfig, redact(c.URL), err)
+	}
+	if c.TLS != nil && uri.Scheme != "amqps" {
+		return settings{}, fmt.Errorf("%w: TLS is set but URL %q is not amqps://", ErrInvalidConfig, redact(c.URL))
+	}
+	if c.Exchange == "" {
+		c.Exchange = DefaultExchange
+	}
+	if err := checkExchange(c.Exchange); err != nil {
+		return settings{}, err
+	}
+	switch {
+	case c.Prefetch == 0:
+		c.Prefetch = DefaultPrefetch
+	case c.Prefetch < 0 || c.Prefetch > maxPrefetch:
+		return settings{}, fmt.Errorf("%w: Prefetch %d is outside 1-%d", ErrInvalidConfig, c.Prefetch, maxPrefetch)
+	}
+	switch {
+	case c.Heartbeat == 0:
+		c.Heartbeat = DefaultHeartbeat
+	case c.Heartbeat < time.Second || c.Heartbeat > time.Hour:
+		return settings{}, fmt.Errorf("%w: Heartbeat %v is outside 1s-1h", ErrInvalidConfig, c.Heartbeat)
+	}
+	switch {
+	case c.MaxMessageSize == 0:
+		c.MaxMessageSize = DefaultMaxMessageSize
+	case c.MaxMessageSize < 1024 || c.MaxMessageSize > maxMessageSize:
+		return settings{}, fmt.Errorf("%w: MaxMessageSize %d is outside 1 KiB-512 MiB", ErrInvalidConfig, c.MaxMessageSize)
+	}
+	switch {
+	case c.PublishTimeout == 0:
+		c.PublishTimeout = DefaultPublishTimeout
+	case c.PublishTimeout < 0:
+		return settings{}, fmt.Errorf("%w: PublishTimeout %v is negative", ErrInvalidConfig, c.PublishTimeout)
+	}
+	switch {
+	case c.QueueExpiry == 0:
+		c.QueueExpiry = DefaultQueueExpiry
+	case c.QueueExpiry < minQueueExpiry:
+		return settings{}, fmt.Errorf("%w: QueueExpiry %v is under %v", ErrInvalidConfig, c.QueueExpiry, minQueueExpiry)
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	return settings{Config: c, uri: uri}, nil
+}
+
+// checkExchange refuses exchange names the broker would refuse, or that
+// belong to it.
+func checkExchange(name string) error {
+	if len(name) > maxExchangeLength {
+		return fmt.Errorf("%w: Exchange is %d bytes long, over %d", ErrInvalidConfig, len(name), maxExchangeLength)
+	}
+	if strings.HasPrefix(name, "amq.") {
+		return fmt.Errorf("%w: Exchange %q: names starting with amq. are reserved by the broker", ErrInvalidConfig, name)
+	}
+	for _, r := range name {
+		ok := r == '-' || r == '_' || r == '.' || r == ':' ||
+			('a' <= r && r <= 'z') || ('A' <= r && r <= 'Z') || ('0' <= r && r <= '9')
+		if !ok {
+			return fmt.Errorf("%w: Exchange %q: only letters, digits, - _ . and : are allowed", ErrInvalidConfig, name)
+		}
+	}
+	return nil
+}
+
+// redact hides the password of a URL that is about to be shown.
+func redact(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "(unparsable URL)"
+	}
+	return u.Redacted()
+}

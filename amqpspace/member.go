@@ -1,0 +1,374 @@
+package amqpspace
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+
+	amqp "github.com/rabbitmq/amqp091-go"
+
+	"github.com/seed72275b23/agency-go/agency"
+	"github.com/seed72275b23/agency-go/space"
+)
+
+// fenceType marks the message Remove puts at the end of an agent's queues:
+// once the consumer sees it, everything sent before is in the agent's
+// hands.
+const fenceType = "agency.fence"
+
+// maxRedeliveryMemory bounds how many handed-over messages whose
+// acknowledgement was lost an agent remembers, to skip their redelivery.
+const maxRedeliveryMemory = 4096
+
+// member is an agent of this process and its consumer.
+type member struct {
+	s    *Space
+	id   string
+	conn *agency.Conn // set under s.mu once the agent is connected
+
+	mu      sync.Mutex
+	sub     *subscription // the current session's, nil while disconnected
+	last    *subscription // the latest started, whose consumer may still run
+	leaving bool
+	fence   string        // token of the fence being waited for
+	fenced  chan struct{} // closed when both queues' fences have arrived
+	fences  int
+
+	// handed holds messages given to the agent whose acknowledgement did
+	// not reach the broker: their redelivery is skipped. Only one consumer
+	// goroutine runs at a time, and only it touches these.
+	handed      map[string]struct{}
+	handedOrder []string
+}
+
+// subscription is an agent's consumer channel on one session.
+type subscription struct {
+	ch        *amqp.Channel
+	direct    <-chan amqp.Delivery
+	broadcast <-chan amqp.Delivery
+	stopped   chan struct{} // closed when the consumer goroutine has returned
+}
+
+func (mem *member) queues() [2]string { return [2]string{mem.id, mem.id + broadcastSuffix} }
+
+// claim declares the agent's queues and consumes them exclusively on a
+// channel of its own: the broker lets one consumer at a time hold them,
+// which is what makes an id unique across processes.
+func (mem *member) claim(sess *session) (*subscription, error) {
+	s := mem.s
+	ch, err := sess.subConn.Channel()
+	if err != nil {
+		return nil, fmt.Errorf("%w: opening a channel: %v", ErrDisconnected, err)
+	}
+	fail := func(err error) (*subscription, error) {
+		_ = ch.Close()
+		var ae *amqp.Error
+		if errors.As(err, &ae) && (ae.Code == amqp.AccessRefused || ae.Code == amqp.ResourceLocked) {
+			return nil, fmt.Errorf("%w: %q is live in another process on exchange %q", space.ErrAgentExists, mem.id, s.cfg.Exchange)
+		}
+		if !sess.alive() {
+			return nil, fmt.Errorf("adding %q: %w", mem.id, ErrDisconnected)
+		}
+		return nil, fmt.Errorf("amqpspace: subscribing %q: %w", mem.id, err)
+	}
+	if err := ch.Qos(s.cfg.Prefetch, 0, false); err != nil {
+		return fail(err)
+	}
+	args := amqp.Table{"x-expires": s.cfg.QueueExpiry.Milliseconds()}
+	sub := &subscription{ch: ch, stopped: make(chan struct{})}
+	for i, q := range mem.queues() {
+		if _, err := ch.QueueDeclare(q, true, false, false, false, args); err != nil {
+			return fail(err)
+		}
+		d, err := ch.Consume(q, q, false, true, false, false, nil)
+		if err != nil {
+			return fail(err)
+		}
+		if i == 0 {
+			sub.direct = d
+		} else {
+			sub.broadcast = d
+		}
+	}
+	return sub, nil
+}
+
+// bind routes the agent's id and broadcasts to its queues.
+func (mem *member) bind(sub *subscription) error {
+	q := mem.queues()
+	if err := sub.ch.QueueBind(q[0], mem.id, mem.s.cfg.Exchange, false, nil); err != nil {
+		return fmt.Errorf("amqpspace: binding %q: %w", q[0], err)
+	}
+	if err := sub.ch.QueueBind(q[1], broadcastKey, mem.s.cfg.Exchange, false, nil); err != nil {
+		return fmt.Errorf("amqpspace: binding %q: %w", q[1], err)
+	}
+	return nil
+}
+
+// start runs the consumer of sub.
+func (mem *member) start(sess *session, sub *subscription) {
+	mem.mu.Lock()
+	mem.sub, mem.last = sub, sub
+	mem.mu.Unlock()
+	mem.s.wg.Add(1)
+	go mem.consume(sess, sub)
+}
+
+// resubscribe claims and binds the agent's queues on a new session.
+func (mem *member) resubscribe(sess *session) error {
+	mem.mu.Lock()
+	leaving, last := mem.leaving, mem.last
+	mem.mu.Unlock()
+	if leaving {
+		return nil
+	}
+	if last != nil {
+		// The old session's consumer hands over what it still holds
+		// first: the agent gets its messages in order, and the lost
+		// acknowledgements are on record before their redeliveries come.
+		<-last.stopped
+	}
+	sub, err := mem.claim(sess)
+	if err != nil {
+		return err
+	}
+	if err := mem.bind(sub); err != nil {
+		_ = sub.ch.Close()
+		return err
+	}
+	mem.start(sess, sub)
+	return nil
+}
+
+// consume hands the agent what arrives on its queues until the channel
+// closes: at the end of the session or when the agent leaves.
+func (mem *member) consume(sess *session, sub *subscription) {
+	defer mem.s.wg.Done()
+	defer close(sub.stopped)
+	direct, broadcast := sub.direct, sub.broadcast
+	for direct != nil || broadcast != nil {
+		select {
+		case d, ok := <-direct:
+			if !ok {
+				direct = nil
+				continue
+			}
+			mem.ack(d, mem.receive(d, false))
+		case d, ok := <-broadcast:
+			if !ok {
+				broadcast = nil
+				continue
+			}
+			mem.ack(d, mem.receive(d, true))
+		}
+	}
+	mem.mu.Lock()
+	current, leaving := mem.sub == sub, mem.leaving
+	if current {
+		mem.sub = nil
+	}
+	mem.mu.Unlock()
+	if current && !leaving && sess.alive() {
+		// The broker cancelled the consumer (its queue was deleted from
+		// outside, say) while the session lives: start over.
+		sess.fail(fmt.Errorf("%w: the broker cancelled the consumer of %q", ErrDisconnected, mem.id))
+	}
+}
+
+// receive checks one delivery and hands it to the agent, returning the
+// message if it did. What cannot be handled is answered or logged, and
+// acknowledged all the same: requeued, it would only come back.
+func (mem *member) receive(d amqp.Delivery, broadcast bool) *agency.Message {
+	s := mem.s
+	if d.Type == fenceType {
+		mem.sawFence(d.MessageId)
+		return nil
+	}
+	if len(d.Body) > s.cfg.MaxMessageSize {
+		s.log.Warn("amqpspace: dropped a message over the size limit", "agent", mem.id, "bytes", len(d.Body), "limit", s.cfg.MaxMessageSize, "app_id", d.AppId)
+		return nil
+	}
+	m, err := agency.DecodeMessage(d.Body)
+	if err != nil {
+		mem.malformed(d, err)
+		return nil
+	}
+	switch {
+	case broadcast && m.To != agency.Broadcast, !broadcast && m.To != mem.id:
+		s.log.Warn("amqpspace: dropped a message whose recipient does not match its queue", "agent", mem.id, "to", m.To, "from", m.From, "broadcast_queue", broadcast)
+		return nil
+	case d.AppId != s.token && s.local(m.From):
+		s.log.Warn("amqpspace: dropped a message from another process that claims to come from an agent of this one", "agent", mem.id, "from", m.From, "action", m.Action)
+		return nil
+	case d.Redelivered && mem.handedBefore(m):
+		return nil
+	}
+	if err := mem.conn.Deliver(m); err != nil {
+		s.log.Debug("amqpspace: dropped a message for an agent that is leaving", "agent", mem.id, "from", m.From, "action", m.Action)
+		return nil
+	}
+	return m
+}
+
+// ack acknowledges d. The acknowledgement of a message the agent has been
+// given may be lost with the connection; the broker then delivers it again
+// after the reconnect, and the agent must not get it twice.
+func (mem *member) ack(d amqp.Delivery, handed *agency.Message) {
+	if err := d.Ack(false); err != nil && handed != nil {
+		mem.remember(handed)
+	}
+}
+
+func handedKey(m *agency.Message) string { return m.From + "\x00" + m.ID }
+
+func (mem *member) remember(m *agency.Message) {
+	if mem.handed == nil {
+		mem.handed = make(map[string]struct{})
+	}
+	k := handedKey(m)
+	mem.handed[k] = struct{}{}
+	mem.handedOrder = append(mem.handedOrder, k)
+	if len(mem.handedOrder) > maxRedeliveryMemory {
+		delete(mem.handed, mem.handedOrder[0])
+		mem.handedOrder = mem.handedOrder[1:]
+	}
+}
+
+func (mem *member) handedBefore(m *agency.Message) bool {
+	k := handedKey(m)
+	if _, ok := mem.handed[k]; ok {
+		delete(mem.handed, k)
+		return true
+	}
+	return false
+}
+
+// malformed deals with a delivery that is no message: if it names a
+// sender that could be real, that sender gets an [error] invalid_args
+// (answering the request it was, where it carries an id); otherwise it is
+// dropped with a log line.
+func (mem *member) malformed(d amqp.Delivery, cause error) {
+	s := mem.s
+	var env struct {
+		From   string                     `json:"from"`
+		Action map[string]json.RawMessage `json:"action"`
+	}
+	_ = json.Unmarshal(d.Body, &env) // best effort: whatever decodes helps
+	var meta struct {
+		ID string `json:"id"`
+	}
+	if raw, ok := env.Action["__meta__"]; ok {
+		_ = json.Unmarshal(raw, &meta)
+	}
+	_, isResponse := env.Action[agency.ResponseAction]
+	_, isError := env.Action[agency.ErrorAction]
+	switch {
+	case agency.ValidateID(env.From) != nil,
+		env.From == mem.id, // it would answer itself
+		d.AppId != s.token && s.local(env.From),
+		isResponse || isError: // answering an answer could loop
+		s.log.Warn("amqpspace: dropped a malformed message", "agent", mem.id, "error", cause, "app_id", d.AppId)
+		return
+	}
+	reply := &agency.Message{
+		To: env.From, From: mem.id, ID: agency.NewID(), ParentID: meta.ID,
+		Action: agency.ErrorAction,
+		Args:   &agency.ActionError{Type: agency.ErrorInvalidArgs, Text: fmt.Sprintf("%s could not read your message: %v", mem.id, cause)},
+	}
+	if agency.ValidateID(meta.ID) != nil {
+		reply.ParentID = ""
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.PublishTimeout)
+	defer cancel()
+	if err := s.send(ctx, reply); err != nil {
+		s.log.Warn("amqpspace: dropped a malformed message; the error reply failed", "agent", mem.id, "from", env.From, "error", cause, "reply_error", err)
+	}
+}
+
+// sawFence notes a fence at the end of one of the agent's queues.
+func (mem *member) sawFence(token string) {
+	mem.mu.Lock()
+	defer mem.mu.Unlock()
+	if token == "" || token != mem.fence {
+		return
+	}
+	mem.fences++
+	if mem.fences == len(mem.queues()) {
+		close(mem.fenced)
+	}
+}
+
+// leave takes the agent out: BeforeRemove while it is reachable, then no
+// new messages (its queues are unbound), then those already queued handed
+// over (a fence at the end of each queue tells when), then the drain, then
+// the queues deleted.
+func (mem *member) leave(ctx context.Context) error {
+	mem.conn.BeforeRemove(ctx)
+
+	mem.s.topology.RLock()
+	mem.mu.Lock()
+	mem.leaving = true
+	sub := mem.sub
+	mem.mu.Unlock()
+	sess := mem.s.sess.Load()
+	var fenced chan struct{}
+	if sub != nil && sess != nil {
+		fenced = mem.stopIntake(ctx, sess, sub)
+	}
+	mem.s.topology.RUnlock()
+
+	if fenced != nil {
+		select {
+		case <-fenced:
+		case <-sub.stopped: // the session died; what was not handed over is redelivered to no one
+		case <-ctx.Done():
+		}
+	}
+	err := mem.conn.Close(ctx)
+
+	// Nothing more can reach the agent: let its consumer go and its queues
+	// with it.
+	if sub != nil {
+		for _, q := range mem.queues() {
+			if _, derr := sub.ch.QueueDelete(q, false, false, false); derr != nil {
+				mem.s.log.Warn("amqpspace: could not delete a removed agent's queue; the broker expires it", "queue", q, "error", derr)
+				break
+			}
+		}
+		_ = sub.ch.Close()
+		<-sub.stopped
+	}
+	return err
+}
+
+// stopIntake unbinds the agent's queues and puts a fence at the end of
+// each; the returned channel closes once both have reached the consumer.
+// nil means there is nothing to wait for.
+func (mem *member) stopIntake(ctx context.Context, sess *session, sub *subscription) chan struct{} {
+	s := mem.s
+	q := mem.queues()
+	if err := sub.ch.QueueUnbind(q[0], mem.id, s.cfg.Exchange, nil); err != nil {
+		s.log.Warn("amqpspace: unbinding a leaving agent's queue", "queue", q[0], "error", err)
+		return nil
+	}
+	if err := sub.ch.QueueUnbind(q[1], broadcastKey, s.cfg.Exchange, nil); err != nil {
+		s.log.Warn("amqpspace: unbinding a leaving agent's queue", "queue", q[1], "error", err)
+		return nil
+	}
+	token := agency.NewID()
+	fenced := make(chan struct{})
+	mem.mu.Lock()
+	mem.fence, mem.fenced, mem.fences = token, fenced, 0
+	mem.mu.Unlock()
+	for _, name := range q {
+		// Straight to the queue, through the default exchange.
+		err := sess.pub.publish(ctx, "", name, true, amqp.Publishing{Type: fenceType, MessageId: token})
+		if err != nil {
+			s.log.Warn("amqpspace: could not fence a leaving agent's queue; messages still in it are dropped", "queue", name, "error", err)
+			return nil
+		}
+	}
+	return fenced
+}

@@ -1,0 +1,189 @@
+package amqpspace
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	amqp "github.com/rabbitmq/amqp091-go"
+)
+
+// session is one generation of the space's link to the broker: a
+// connection that publishes and one that consumes (RabbitMQ blocks a
+// connection that publishes too fast; acknowledgements then still flow on
+// the other), and the publishing channel. When any of them fails the
+// session is dead as a whole and the supervisor builds a new one.
+type session struct {
+	pubConn, subConn *amqp.Connection
+	pub              *publisher
+
+	dead     chan struct{} // closed once the session has failed or was closed
+	deadOnce sync.Once
+	err      error // why; set before dead closes
+}
+
+// dialTimeout bounds one attempt to open a TCP connection to the broker.
+const dialTimeout = 5 * time.Second
+
+// dial opens a session and declares the exchange.
+func (s *Space) dial() (*session, error) {
+	conf := amqp.Config{
+		Heartbeat:       s.cfg.Heartbeat,
+		TLSClientConfig: s.cfg.TLS,
+		Locale:          "en_US",
+		Dial:            amqp.DefaultDial(dialTimeout),
+	}
+	open := func(role string) (*amqp.Connection, error) {
+		conf.Properties = amqp.Table{"connection_name": "agency-go amqpspace " + role + " " + s.token[:8]}
+		c, err := amqp.DialConfig(s.cfg.URL, conf)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %s: %v", ErrDisconnected, redact(s.cfg.URL), err)
+		}
+		return c, nil
+	}
+	pubConn, err := open("publish")
+	if err != nil {
+		return nil, err
+	}
+	subConn, err := open("consume")
+	if err != nil {
+		_ = pubConn.Close()
+		return nil, err
+	}
+	sess := &session{pubConn: pubConn, subConn: subConn, dead: make(chan struct{})}
+	ch, err := pubConn.Channel()
+	if err == nil {
+		err = ch.ExchangeDeclare(s.cfg.Exchange, "topic", true, false, false, false, nil)
+		if err != nil {
+			err = fmt.Errorf("amqpspace: declaring exchange %q: %w", s.cfg.Exchange, err)
+		}
+	}
+	if err == nil {
+		err = ch.Confirm(false)
+	}
+	if err != nil {
+		sess.close()
+		return nil, err
+	}
+	sess.pub = newPublisher(ch, s.token, s.cfg.PublishTimeout)
+
+	pubClosed := pubConn.NotifyClose(make(chan *amqp.Error, 1))
+	subClosed := subConn.NotifyClose(make(chan *amqp.Error, 1))
+	chClosed := ch.NotifyClose(make(chan *amqp.Error, 1))
+	go func() {
+		var e *amqp.Error
+		select {
+		case e = <-pubClosed:
+		case e = <-subClosed:
+		case e = <-chClosed:
+		case <-sess.dead:
+			return
+		}
+		if e == nil {
+			sess.fail(fmt.Errorf("%w: connection closed", ErrDisconnected))
+			return
+		}
+		sess.fail(fmt.Errorf("%w: %v", ErrDisconnected, e))
+	}()
+	return sess, nil
+}
+
+// fail marks the session dead and closes its connections; the consumers'
+// delivery channels close with them.
+func (sess *session) fail(err error) {
+	sess.deadOnce.Do(func() {
+		sess.err = err
+		close(sess.dead)
+		sess.pubConn.Close()
+		sess.subConn.Close()
+		if sess.pub != nil {
+			sess.pub.fail(err)
+		}
+	})
+}
+
+// close ends a session on purpose.
+func (sess *session) close() { sess.fail(ErrClosed) }
+
+// alive reports whether the session has not failed.
+func (sess *session) alive() bool {
+	select {
+	case <-sess.dead:
+		return false
+	default:
+		return true
+	}
+}
+
+// Reconnection backoff: the first retry comes soon, later ones double up to
+// a ceiling that still brings a space back within seconds of the broker.
+const (
+	backoffFirst = 100 * time.Millisecond
+	backoffMax   = 3 * time.Second
+)
+
+// supervise rebuilds the session each time it dies, until the space
+// closes.
+func (s *Space) supervise(sess *session) {
+	defer s.wg.Done()
+	for {
+		select {
+		case <-sess.dead:
+		case <-s.closing:
+			return
+		}
+		s.sess.Store(nil)
+		s.log.Warn("amqpspace: lost the broker; reconnecting", "error", sess.err)
+		lostAt := time.Now()
+		delay := backoffFirst
+		for attempt := 1; ; attempt++ {
+			jitter := time.Duration(rand.Int64N(int64(delay) / 4))
+			select {
+			case <-time.After(delay + jitter):
+			case <-s.closing:
+				return
+			}
+			next, err := s.reconnect()
+			if err == nil {
+				sess = next
+				s.log.Info("amqpspace: reconnected", "attempt", attempt, "outage", time.Since(lostAt).Round(time.Millisecond))
+				break
+			}
+			s.log.Warn("amqpspace: reconnect failed", "attempt", attempt, "error", err)
+			delay = min(2*delay, backoffMax)
+		}
+	}
+}
+
+// reconnect dials a new session and re-subscribes every agent. Add and
+// Remove wait while it runs; Send and Request fail at once until the
+// session is in place.
+func (s *Space) reconnect() (*session, error) {
+	sess, err := s.dial()
+	if err != nil {
+		return nil, err
+	}
+	s.topology.Lock()
+	defer s.topology.Unlock()
+	select {
+	case <-s.closing:
+		sess.close()
+		return nil, ErrClosed
+	default:
+	}
+	for _, mem := range s.members() {
+		if err := mem.resubscribe(sess); err != nil {
+			if !sess.alive() {
+				return nil, err
+			}
+			// The id is taken elsewhere now (another process added it
+			// while this one was away) or its queues cannot be declared:
+			// the agent cannot be reached, so it leaves.
+			s.log.Error("amqpspace: agent cannot rejoin after reconnecting; removing it", "agent", mem.id, "error", err)
+			go s.evict(mem)
+		}
+	}
+	s.sess.Store(sess)
+	return sess, nil
+}

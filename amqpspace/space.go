@@ -1,0 +1,342 @@
+package amqpspace
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	amqp "github.com/rabbitmq/amqp091-go"
+
+	"github.com/seed72275b23/agency-go/agency"
+	"github.com/seed72275b23/agency-go/space"
+)
+
+// Errors of an AMQP space, besides those of package space and agency.
+var (
+	// ErrDisconnected is returned while the space has no connection to the
+	// broker (it reconnects by itself), and for a message whose connection
+	// went before the broker confirmed it.
+	ErrDisconnected = errors.New("amqpspace: not connected to the broker")
+	// ErrRejected is returned when the broker refused a message (a
+	// negative confirmation, for example when a queue is over its limits).
+	ErrRejected = errors.New("amqpspace: the broker refused the message")
+	// ErrMessageTooLarge is returned for a message whose encoding exceeds
+	// Config.MaxMessageSize.
+	ErrMessageTooLarge = errors.New("amqpspace: message exceeds the size limit")
+	// ErrClosed is space.ErrClosed: the space has been closed.
+	ErrClosed = space.ErrClosed
+)
+
+// broadcastKey is the routing key of broadcasts; every agent's broadcast
+// queue is bound with it.
+const broadcastKey = "__broadcast__"
+
+// broadcastSuffix names an agent's broadcast queue: id + broadcastSuffix.
+const broadcastSuffix = "-broadcast"
+
+// maxIDLength is the longest id whose broadcast queue name still fits the
+// broker's 255-byte limit.
+const maxIDLength = 255 - len(broadcastSuffix)
+
+// Space is a space.Space whose agents may live in many processes, on many
+// hosts, that share a RabbitMQ exchange. Create one with New or
+// NewFromEnv; it is safe for concurrent use.
+type Space struct {
+	cfg   settings
+	log   *slog.Logger
+	token string // AppId of every message this process publishes
+
+	sess atomic.Pointer[session] // nil while disconnected
+
+	// topology is held for writing while the supervisor re-subscribes the
+	// agents on a new session, and for reading while Add or Remove change
+	// an agent's queues.
+	topology sync.RWMutex
+
+	mu      sync.Mutex
+	agents  map[string]*member
+	closed  bool
+	closing chan struct{} // closed by Close, once every agent is out
+
+	wg sync.WaitGroup // the supervisor and the consumers
+}
+
+var _ space.Space = (*Space)(nil)
+
+// New connects to the broker that cfg names, declares the exchange, and
+// returns an empty space. Configuration that cannot work, and a broker that
+// cannot be reached or refuses the exchange, are errors; once New has
+// succeeded, a lost connection is re-established by the space itself.
+func New(ctx context.Context, cfg Config) (*Space, error) {
+	set, err := cfg.check()
+	if err != nil {
+		return nil, err
+	}
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	s := &Space{
+		cfg:     set,
+		log:     set.Logger,
+		token:   hex.EncodeToString(b[:]),
+		agents:  make(map[string]*member),
+		closing: make(chan struct{}),
+	}
+	type dialed struct {
+		sess *session
+		err  error
+	}
+	res := make(chan dialed, 1)
+	go func() {
+		sess, err := s.dial()
+		res <- dialed{sess, err}
+	}()
+	var sess *session
+	select {
+	case d := <-res:
+		if d.err != nil {
+			return nil, d.err
+		}
+		sess = d.sess
+	case <-ctx.Done():
+		go func() {
+			if d := <-res; d.sess != nil {
+				d.sess.close()
+			}
+		}()
+		return nil, fmt.Errorf("amqpspace: connecting to %s: %w", redact(set.URL), ctx.Err())
+	}
+	s.sess.Store(sess)
+	s.wg.Add(1)
+	go s.supervise(sess)
+	return s, nil
+}
+
+// NewFromEnv is New with the configuration of ConfigFromEnv.
+func NewFromEnv(ctx context.Context) (*Space, error) {
+	cfg, err := ConfigFromEnv()
+	if err != nil {
+		return nil, err
+	}
+	return New(ctx, cfg)
+}
+
+// Exchange returns the name of the space's exchange.
+func (s *Space) Exchange() string { return s.cfg.Exchange }
+
+// Add puts a in the space; see space.Space. The id must not be live in any
+// process on the exchange (ErrAgentExists), must leave room for its
+// broadcast queue's name (at most 245 bytes), and must neither end in
+// "-broadcast" nor be "__broadcast__", which would share another agent's
+// queue or receive every broadcast as direct mail. Without a connection to
+// the broker Add fails with ErrDisconnected.
+func (s *Space) Add(ctx context.Context, a *agency.Agent) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	id := a.ID()
+	if err := checkID(id); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return ErrClosed
+	}
+	if _, ok := s.agents[id]; ok {
+		s.mu.Unlock()
+		return fmt.Errorf("%w: %q", space.ErrAgentExists, id)
+	}
+	mem := &member{s: s, id: id}
+	s.agents[id] = mem // reserved: a concurrent Add of the same id fails
+	s.mu.Unlock()
+
+	conn, err := s.join(mem, a)
+	if err != nil {
+		s.mu.Lock()
+		delete(s.agents, id)
+		s.mu.Unlock()
+		return err
+	}
+	conn.Added(ctx)
+	return nil
+}
+
+// join claims the agent's queues, connects the agent and starts its
+// consumer.
+func (s *Space) join(mem *member, a *agency.Agent) (*agency.Conn, error) {
+	s.topology.RLock()
+	defer s.topology.RUnlock()
+	sess := s.sess.Load()
+	if sess == nil {
+		return nil, fmt.Errorf("adding %q: %w", mem.id, ErrDisconnected)
+	}
+	sub, err := mem.claim(sess)
+	if err != nil {
+		return nil, err
+	}
+	conn, err := agency.Connect(a, router{mem: mem})
+	if err != nil {
+		_ = sub.ch.Close()
+		return nil, err
+	}
+	if err := mem.bind(sub); err != nil {
+		_ = sub.ch.Close()
+		_ = conn.Close(context.Background()) // nothing has run yet
+		return nil, err
+	}
+	s.mu.Lock()
+	mem.conn = conn
+	s.mu.Unlock()
+	mem.start(sess, sub)
+	return conn, nil
+}
+
+// checkID refuses ids that the AMQP topology cannot carry safely.
+func checkID(id string) error {
+	switch {
+	case len(id) > maxIDLength:
+		return fmt.Errorf("%w: %d bytes; amqpspace takes at most %d, to leave room for the %q queue", agency.ErrInvalidID, len(id), maxIDLength, broadcastSuffix)
+	case id == broadcastKey:
+		return fmt.Errorf("%w: %q is the routing key of broadcasts", agency.ErrInvalidID, id)
+	case strings.HasSuffix(id, broadcastSuffix):
+		return fmt.Errorf("%w: %q: an id ending in %q would share the broadcast queue of agent %q", agency.ErrInvalidID, id, broadcastSuffix, strings.TrimSuffix(id, broadcastSuffix))
+	}
+	return agency.ValidateID(id)
+}
+
+// Remove takes the agent with the given id out; see space.Space. It runs
+// the agent's BeforeRemove hook while the agent can still be reached, then
+// unbinds its queues (a Request to it fails with ErrNoRecipient from then
+// on), lets the agent handle the messages already in its queues and finish
+// its running action, and deletes the queues.
+func (s *Space) Remove(ctx context.Context, id string) error {
+	s.mu.Lock()
+	mem := s.agents[id]
+	if mem == nil || mem.conn == nil {
+		s.mu.Unlock()
+		return fmt.Errorf("%w: %q", space.ErrUnknownAgent, id)
+	}
+	s.mu.Unlock()
+	err := mem.leave(ctx)
+	s.mu.Lock()
+	if s.agents[id] == mem {
+		delete(s.agents, id)
+	}
+	s.mu.Unlock()
+	return err
+}
+
+// evict takes out an agent whose queues were lost to another process
+// while this one was disconnected.
+func (s *Space) evict(mem *member) {
+	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.PublishTimeout)
+	defer cancel()
+	if err := s.Remove(ctx, mem.id); err != nil && !errors.Is(err, space.ErrUnknownAgent) {
+		s.log.Error("amqpspace: removing an agent that lost its queues", "agent", mem.id, "error", err)
+	}
+}
+
+// Close removes every agent, concurrently, deleting their queues, then
+// closes the connections; see space.Space. A program that serves until it
+// is told to stop calls it on SIGINT or SIGTERM (signal.NotifyContext),
+// with a context that bounds how long running actions may take.
+func (s *Space) Close(ctx context.Context) error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	s.mu.Unlock()
+
+	mems := s.members()
+	errs := make([]error, len(mems))
+	var wg sync.WaitGroup
+	for i, mem := range mems {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = s.Remove(ctx, mem.id)
+			if errors.Is(errs[i], space.ErrUnknownAgent) {
+				errs[i] = nil // removed meanwhile
+			}
+		}()
+	}
+	wg.Wait()
+
+	close(s.closing)
+	s.topology.Lock() // no reconnect is half done
+	if sess := s.sess.Swap(nil); sess != nil {
+		sess.close()
+	}
+	s.topology.Unlock()
+	s.wg.Wait()
+	return errors.Join(errs...)
+}
+
+// members returns the agents in the space.
+func (s *Space) members() []*member {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	mems := make([]*member, 0, len(s.agents))
+	for _, mem := range s.agents {
+		if mem.conn != nil {
+			mems = append(mems, mem)
+		}
+	}
+	return mems
+}
+
+// local reports whether id is an agent of this process.
+func (s *Space) local(id string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, ok := s.agents[id]
+	return ok
+}
+
+// router publishes one agent's messages.
+type router struct{ mem *member }
+
+func (r router) Route(ctx context.Context, m *agency.Message) error {
+	if m.From != r.mem.id {
+		return fmt.Errorf("%w: %q sending as %q", agency.ErrForgedSender, r.mem.id, m.From)
+	}
+	return r.mem.s.send(ctx, m)
+}
+
+// send encodes m and publishes it: a broadcast with the broadcast routing
+// key, any other message mandatory, so that an id no queue is bound for
+// comes back as agency.ErrNoRecipient.
+func (s *Space) send(ctx context.Context, m *agency.Message) error {
+	body, err := m.MarshalJSON()
+	if err != nil {
+		return err
+	}
+	if len(body) > s.cfg.MaxMessageSize {
+		return fmt.Errorf("%w: %d bytes encoded, limit %d (Config.MaxMessageSize)", ErrMessageTooLarge, len(body), s.cfg.MaxMessageSize)
+	}
+	sess := s.sess.Load()
+	if sess == nil {
+		return ErrDisconnected
+	}
+	key, mandatory := m.To, true
+	if m.To == agency.Broadcast {
+		key, mandatory = broadcastKey, false
+	}
+	err = sess.pub.publish(ctx, s.cfg.Exchange, key, mandatory, amqp.Publishing{
+		ContentType: "application/json",
+		MessageId:   m.ID,
+		Body:        body,
+	})
+	if errors.Is(err, agency.ErrNoRecipient) {
+		return fmt.Errorf("%w: %q", agency.ErrNoRecipient, m.To)
+	}
+	return err
+}
