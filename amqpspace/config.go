@@ -144,6 +144,9 @@ func (c Config) check() (settings, error) {
 	if err != nil {
 		return settings{}, fmt.Errorf("%w: URL %q: %v", ErrInvalidConfig, redact(c.URL), err)
 	}
+	if uri.Port < 1 || uri.Port > 65535 {
+		return settings{}, fmt.Errorf("%w: URL %q: port %d is outside 1-65535", ErrInvalidConfig, redact(c.URL), uri.Port)
+	}
 	if c.TLS != nil && uri.Scheme != "amqps" {
 		return settings{}, fmt.Errorf("%w: TLS is set but URL %q is not amqps://", ErrInvalidConfig, redact(c.URL))
 	}

@@ -35,7 +35,9 @@ func (s *Space) dial() (*session, error) {
 		Dial:            amqp.DefaultDial(dialTimeout),
 	}
 	open := func(role string) (*amqp.Connection, error) {
-		conf.Properties = amqp.Table{"connection_name": "agency-go amqpspace " + role + " " + s.token[:8]}
+		// The name shows in the broker's management tools: which exchange,
+		// which role, which process.
+		conf.Properties = amqp.Table{"connection_name": fmt.Sprintf("agency-go amqpspace exchange=%s %s %s", s.cfg.Exchange, role, s.token[:8])}
 		c, err := amqp.DialConfig(s.cfg.URL, conf)
 		if err != nil {
 			return nil, fmt.Errorf("%w: %s: %v", ErrDisconnected, redact(s.cfg.URL), err)
