@@ -49,11 +49,13 @@ type Config struct {
 	// shares. Empty means DefaultExchange. Names starting with "amq." are
 	// the broker's own and refused.
 	Exchange string
-	// Prefetch bounds how many messages the broker hands each agent before
-	// they are acknowledged (basic.qos). 0 means DefaultPrefetch.
+	// Prefetch bounds how many messages the broker hands each of an
+	// agent's two consumers (its own queue and its broadcast queue) before
+	// they are acknowledged (basic.qos, per consumer).
+	// 0 means DefaultPrefetch.
 	Prefetch int
 	// Heartbeat is the AMQP heartbeat interval; a connection silent for
-	// about twice as long counts as lost. 0 means DefaultHeartbeat.
+	// three times as long counts as lost. 0 means DefaultHeartbeat.
 	// Heartbeats cannot be turned off: they are how a dead peer is noticed.
 	Heartbeat time.Duration
 	// TLS is used with an amqps:// URL (nil means the system's roots and
@@ -65,7 +67,7 @@ type Config struct {
 	// dropped with a log line. 0 means DefaultMaxMessageSize.
 	MaxMessageSize int
 	// PublishTimeout bounds the wait for the broker's confirmation of a
-	// message when the sender's context has no earlier deadline.
+	// message, unless the sender's context ends earlier.
 	// 0 means DefaultPublishTimeout.
 	PublishTimeout time.Duration
 	// QueueExpiry is how long the broker keeps an agent's queues once no

@@ -18,10 +18,6 @@ import (
 // hands.
 const fenceType = "agency.fence"
 
-// maxRedeliveryMemory bounds how many handed-over messages whose
-// acknowledgement was lost an agent remembers, to skip their redelivery.
-const maxRedeliveryMemory = 4096
-
 // member is an agent of this process and its consumer.
 type member struct {
 	s    *Space
@@ -36,11 +32,11 @@ type member struct {
 	fenced  chan struct{} // closed when both queues' fences have arrived
 	fences  int
 
-	// handed holds messages given to the agent whose acknowledgement did
-	// not reach the broker: their redelivery is skipped. Only one consumer
-	// goroutine runs at a time, and only it touches these.
-	handed      map[string]struct{}
-	handedOrder []string
+	// recent remembers the latest messages handed to the agent. Their
+	// acknowledgements may be lost with a connection, and the broker then
+	// delivers them again, flagged as redelivered: those are skipped. Only
+	// one consumer goroutine runs at a time, and only it touches recent.
+	recent recentSet
 }
 
 // subscription is an agent's consumer channel on one session.
@@ -196,6 +192,9 @@ func (mem *member) receive(d amqp.Delivery, broadcast bool) *agency.Message {
 		return nil
 	}
 	switch {
+	case checkID(m.From) != nil:
+		s.log.Warn("amqpspace: dropped a message from an id no agent of this space can have", "agent", mem.id, "from", m.From, "action", m.Action)
+		return nil
 	case broadcast && m.To != agency.Broadcast, !broadcast && m.To != mem.id:
 		s.log.Warn("amqpspace: dropped a message whose recipient does not match its queue", "agent", mem.id, "to", m.To, "from", m.From, "broadcast_queue", broadcast)
 		return nil
@@ -212,37 +211,51 @@ func (mem *member) receive(d amqp.Delivery, broadcast bool) *agency.Message {
 	return m
 }
 
-// ack acknowledges d. The acknowledgement of a message the agent has been
-// given may be lost with the connection; the broker then delivers it again
-// after the reconnect, and the agent must not get it twice.
+// ack acknowledges d.
 func (mem *member) ack(d amqp.Delivery, handed *agency.Message) {
-	if err := d.Ack(false); err != nil && handed != nil {
-		mem.remember(handed)
+	if handed != nil {
+		if mem.recent.keys == nil {
+			// The broker redelivers at most what was unacknowledged when
+			// the connection went: a prefetch window per queue.
+			mem.recent.init(2*mem.s.cfg.Prefetch + 64)
+		}
+		mem.recent.add(handedKey(handed))
 	}
+	_ = d.Ack(false) // if it is lost, the redelivery is recognised
+}
+
+func (mem *member) handedBefore(m *agency.Message) bool {
+	return mem.recent.has(handedKey(m))
 }
 
 func handedKey(m *agency.Message) string { return m.From + "\x00" + m.ID }
 
-func (mem *member) remember(m *agency.Message) {
-	if mem.handed == nil {
-		mem.handed = make(map[string]struct{})
-	}
-	k := handedKey(m)
-	mem.handed[k] = struct{}{}
-	mem.handedOrder = append(mem.handedOrder, k)
-	if len(mem.handedOrder) > maxRedeliveryMemory {
-		delete(mem.handed, mem.handedOrder[0])
-		mem.handedOrder = mem.handedOrder[1:]
-	}
+// recentSet holds the last n keys added.
+type recentSet struct {
+	keys []string
+	next int
+	set  map[string]int // key → how many times it is in keys
 }
 
-func (mem *member) handedBefore(m *agency.Message) bool {
-	k := handedKey(m)
-	if _, ok := mem.handed[k]; ok {
-		delete(mem.handed, k)
-		return true
+func (r *recentSet) init(n int) {
+	r.keys = make([]string, n)
+	r.set = make(map[string]int, n)
+}
+
+func (r *recentSet) add(k string) {
+	if old := r.keys[r.next]; old != "" {
+		if r.set[old]--; r.set[old] == 0 {
+			delete(r.set, old)
+		}
 	}
-	return false
+	r.keys[r.next] = k
+	r.set[k]++
+	r.next = (r.next + 1) % len(r.keys)
+}
+
+func (r *recentSet) has(k string) bool {
+	_, ok := r.set[k]
+	return ok
 }
 
 // malformed deals with a delivery that is no message: if it names a
@@ -265,7 +278,7 @@ func (mem *member) malformed(d amqp.Delivery, cause error) {
 	_, isResponse := env.Action[agency.ResponseAction]
 	_, isError := env.Action[agency.ErrorAction]
 	switch {
-	case agency.ValidateID(env.From) != nil,
+	case checkID(env.From) != nil,
 		env.From == mem.id, // it would answer itself
 		d.AppId != s.token && s.local(env.From),
 		isResponse || isError: // answering an answer could loop

@@ -115,11 +115,8 @@ func (p *publisher) fail(err error) {
 // (agency.ErrNoRecipient; only mandatory messages are returned), refuses
 // it, or the connection goes.
 func (p *publisher) publish(ctx context.Context, exchange, key string, mandatory bool, msg amqp.Publishing) error {
-	if _, ok := ctx.Deadline(); !ok {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, p.timeout)
-		defer cancel()
-	}
+	ctx, cancel := context.WithTimeout(ctx, p.timeout) // the earlier deadline wins
+	defer cancel()
 	if err := ctx.Err(); err != nil {
 		return err
 	}

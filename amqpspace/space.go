@@ -322,6 +322,11 @@ func (s *Space) send(ctx context.Context, m *agency.Message) error {
 	if len(body) > s.cfg.MaxMessageSize {
 		return fmt.Errorf("%w: %d bytes encoded, limit %d (Config.MaxMessageSize)", ErrMessageTooLarge, len(body), s.cfg.MaxMessageSize)
 	}
+	if m.To == broadcastKey {
+		// No agent has that id; published, it would land in every
+		// broadcast queue.
+		return fmt.Errorf("%w: %q", agency.ErrNoRecipient, m.To)
+	}
 	sess := s.sess.Load()
 	if sess == nil {
 		return ErrDisconnected

@@ -255,6 +255,16 @@ func TestBadWireInput(t *testing.T) {
 		logs.expect(t, "claims to come from an agent of this one")
 		good()
 	})
+	t.Run("sender id that routes to every broadcast queue", func(t *testing.T) {
+		// An answer to "__broadcast__" would reach every agent.
+		raw := fmt.Sprintf(`{"to":%q,"from":"__broadcast__","action":{"__meta__":{"id":"flood-1"},"add":{"a":1,"b":1}}}`, bob.ID())
+		p.publish(bob.ID(), []byte(raw), amqp.Publishing{})
+		logs.expect(t, "no agent of this space can have")
+		raw = fmt.Sprintf(`{"to":%q,"from":"__broadcast__","action":"add"}`, bob.ID())
+		p.publish(bob.ID(), []byte(raw), amqp.Publishing{})
+		logs.expect(t, "dropped a malformed message")
+		good()
+	})
 	t.Run("recipient not the queue's", func(t *testing.T) {
 		raw := fmt.Sprintf(`{"to":%q,"from":%q,"action":{"__meta__":{"id":"misrouted-1"},"add":{"a":1,"b":1}}}`, alice.ID(), p.id)
 		p.publish(bob.ID(), []byte(raw), amqp.Publishing{})
@@ -301,6 +311,11 @@ func TestUnsafeIDsRefused(t *testing.T) {
 	}
 	if err := sp.Add(ctx, a); err != nil {
 		t.Errorf("Add of a 245-byte id: %v", err)
+	}
+	// Published, a message to the broadcast routing key would reach
+	// every agent: no agent has that id.
+	if _, err := a.Request(ctx, "__broadcast__", "help", nil); !errors.Is(err, agency.ErrNoRecipient) {
+		t.Errorf("Request to __broadcast__: %v, want ErrNoRecipient", err)
 	}
 }
 
