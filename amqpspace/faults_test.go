@@ -1,0 +1,281 @@
+//go:build faults
+
+// The fault tests close the space's connections from the broker's side and
+// stop the broker application. They disturb every client of the broker, so
+// they are behind the faults build tag and run in a step of their own:
+//
+//	go test -race -count=1 -tags faults -p 1 ./amqpspace/...
+//
+// They need rabbitmqctl, allowed to control the local node.
+
+package amqpspace_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os/exec"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/seed72275b23/agency-go/agency"
+	"github.com/seed72275b23/agency-go/amqpspace"
+	"github.com/seed72275b23/agency-go/space"
+)
+
+// recovery is how soon after a fault ends requests must succeed again.
+const recovery = 10 * time.Second
+
+func rabbitmqctl(t *testing.T, args ...string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, "rabbitmqctl", args...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("rabbitmqctl %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return string(out)
+}
+
+// closeConnections has the broker close every connection of the spaces on
+// exchange, and returns how many it closed.
+func closeConnections(t *testing.T, exchange string) int {
+	t.Helper()
+	out := rabbitmqctl(t, "-q", "--no-table-headers", "list_connections", "pid", "client_properties")
+	n := 0
+	for _, line := range strings.Split(out, "\n") {
+		if !strings.Contains(line, "exchange="+exchange+" ") {
+			continue
+		}
+		pid, _, _ := strings.Cut(line, "\t")
+		rabbitmqctl(t, "close_connection", pid, "agency-go fault test")
+		n++
+	}
+	return n
+}
+
+// worker is a space with an echo agent and a caller, for the fault tests.
+type worker struct {
+	sp           *amqpspace.Space
+	echo, caller *agency.Agent
+	exchange     string
+	logs         *logRecorder
+}
+
+func newWorker(t *testing.T) *worker {
+	t.Helper()
+	w := &worker{exchange: testExchange(t), logs: newLogRecorder()}
+	w.sp = newSpace(t, amqpspace.Config{Exchange: w.exchange, Logger: slog.New(w.logs)})
+	var err error
+	if w.echo, err = agency.NewAgent(randomName("Echo")); err != nil {
+		t.Fatal(err)
+	}
+	agency.Handle(w.echo, "echo", func(_ context.Context, a struct {
+		Text string `json:"text"`
+	}) (string, error) {
+		return a.Text, nil
+	})
+	if w.caller, err = agency.NewAgent(randomName("Caller")); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	for _, a := range []*agency.Agent{w.echo, w.caller} {
+		if err := w.sp.Add(ctx, a); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.call(ctx, "before"); err != nil {
+		t.Fatalf("request before the fault: %v", err)
+	}
+	return w
+}
+
+func (w *worker) call(ctx context.Context, text string) error {
+	got, err := agency.Call[string](ctx, w.caller, w.echo.ID(), "echo", map[string]string{"text": text})
+	if err == nil && got != text {
+		err = fmt.Errorf("echo answered %q to %q", got, text)
+	}
+	return err
+}
+
+// recovered waits until a request succeeds, trying every 100 ms; it
+// fails the test if that takes longer than recovery after since.
+func (w *worker) recovered(t *testing.T, since time.Time) {
+	t.Helper()
+	var last error
+	for time.Since(since) < recovery {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		last = w.call(ctx, "after")
+		cancel()
+		if last == nil {
+			t.Logf("requests succeed again %v after the fault ended", time.Since(since).Round(time.Millisecond))
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Fatalf("requests still fail %v after the fault ended: %v", recovery, last)
+}
+
+// stillExclusive shows that the re-declared consumers still hold the ids:
+// another space cannot add them.
+func (w *worker) stillExclusive(t *testing.T) {
+	t.Helper()
+	other := newSpace(t, amqpspace.Config{Exchange: w.exchange})
+	twin, err := agency.NewAgent(w.echo.ID())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	if err := other.Add(ctx, twin); !errors.Is(err, space.ErrAgentExists) {
+		t.Errorf("adding the echo agent's id in another space after recovery: %v, want ErrAgentExists", err)
+	}
+}
+
+// The broker closes the space's connections: the space reconnects,
+// re-declares its queues and consumers, and requests succeed again.
+func TestFaultConnectionClosed(t *testing.T) {
+	w := newWorker(t)
+	if n := closeConnections(t, w.exchange); n != 2 {
+		t.Fatalf("closed %d connections of the space, want 2 (publish and consume)", n)
+	}
+	closed := time.Now()
+	w.logs.expect(t, "lost the broker")
+	w.recovered(t, closed)
+	w.logs.expect(t, "reconnected")
+	w.stillExclusive(t)
+}
+
+// The broker application stops and starts again. During the outage,
+// messaging fails at once with ErrDisconnected instead of waiting out its
+// context; afterwards the space recovers by itself.
+func TestFaultBrokerRestart(t *testing.T) {
+	w := newWorker(t)
+	var once sync.Once
+	start := func() { once.Do(func() { rabbitmqctl(t, "start_app") }) }
+	t.Cleanup(start) // whatever happens, the broker comes back
+
+	rabbitmqctl(t, "stop_app")
+	w.logs.expect(t, "lost the broker")
+
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_, err := w.caller.Send(ctx, w.echo.ID(), "echo", map[string]string{"text": "lost"})
+	if !errors.Is(err, amqpspace.ErrDisconnected) || ctx.Err() != nil {
+		t.Errorf("Send during the outage: %v (context: %v), want ErrDisconnected before the context ends", err, ctx.Err())
+	}
+	err = w.call(ctx, "lost")
+	if !errors.Is(err, amqpspace.ErrDisconnected) || ctx.Err() != nil {
+		t.Errorf("Request during the outage: %v (context: %v), want ErrDisconnected before the context ends", err, ctx.Err())
+	}
+	late, _ := agency.NewAgent(randomName("Late"))
+	if err := w.sp.Add(ctx, late); !errors.Is(err, amqpspace.ErrDisconnected) || ctx.Err() != nil {
+		t.Errorf("Add during the outage: %v, want ErrDisconnected before the context ends", err)
+	}
+
+	start()
+	w.recovered(t, time.Now())
+	w.stillExclusive(t)
+	ctx, cancel = context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	if err := w.sp.Add(ctx, late); err != nil {
+		t.Errorf("Add after the outage: %v", err)
+	}
+}
+
+// Messages keep flowing while the broker closes the connections of the
+// sender's and the receiver's spaces, again and again. Every Send that
+// returned no error is handled, and no message is handled twice: a
+// message whose acknowledgement was lost is redelivered by the broker and
+// recognised.
+func TestFaultNothingLost(t *testing.T) {
+	ex := testExchange(t)
+	senders := newSpace(t, amqpspace.Config{Exchange: ex})
+	receivers := newSpace(t, amqpspace.Config{Exchange: ex, Prefetch: 16})
+	var mu sync.Mutex
+	handled := map[int]int{}
+	rcv, _ := agency.NewAgent(randomName("Receiver"))
+	agency.Handle(rcv, "take", func(_ context.Context, a struct {
+		N int `json:"n"`
+	}) (bool, error) {
+		mu.Lock()
+		handled[a.N]++
+		mu.Unlock()
+		time.Sleep(50 * time.Microsecond) // a queue builds up, unacknowledged
+		return true, nil
+	})
+	snd, _ := agency.NewAgent(randomName("Sender"))
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := receivers.Add(ctx, rcv); err != nil {
+		t.Fatal(err)
+	}
+	if err := senders.Add(ctx, snd); err != nil {
+		t.Fatal(err)
+	}
+
+	const total = 3000
+	sent := map[int]bool{} // n → Send returned nil
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for n := range total {
+			for {
+				_, err := snd.Send(ctx, rcv.ID(), "take", map[string]int{"n": n})
+				if err == nil {
+					sent[n] = true
+					break
+				}
+				if ctx.Err() != nil {
+					return
+				}
+				time.Sleep(20 * time.Millisecond) // reconnecting; the next try may go through
+			}
+		}
+	}()
+	for i := range 3 {
+		time.Sleep(300 * time.Millisecond)
+		closeConnections(t, ex)
+		t.Logf("fault %d: closed the connections", i+1)
+	}
+	<-done
+	if len(sent) != total {
+		t.Fatalf("only %d of %d sends went through", len(sent), total)
+	}
+	// The last message marks the end: everything before it has arrived once
+	// it has.
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		mu.Lock()
+		_, last := handled[total-1]
+		mu.Unlock()
+		if last || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	var missing, twice []int
+	for n := range total {
+		switch handled[n] {
+		case 0:
+			missing = append(missing, n)
+		case 1:
+		default:
+			twice = append(twice, n)
+		}
+	}
+	if len(missing) > 0 {
+		t.Errorf("%d confirmed messages never handled: %v", len(missing), head(missing))
+	}
+	if len(twice) > 0 {
+		t.Errorf("%d messages handled more than once: %v", len(twice), head(twice))
+	}
+}
+
+func head(ns []int) []int { return ns[:min(len(ns), 20)] }
