@@ -1,23 +1,43 @@
-// Command calculator runs three agents on the in-process space: a
-// Calculator, its Owner and a User. The User asks the Calculator for help,
-// calls add, and calls clear twice. The access of clear is requested: before
-// each call the Calculator asks its Owner, a stand-in for a human, who
-// approves one clear per run.
+// Command calculator shows a Calculator agent, on the in-process space or
+// across processes on RabbitMQ.
+//
+// Without flags it runs three agents on the in-process space: a Calculator,
+// its Owner and a User. The User asks the Calculator for help, calls add,
+// and calls clear twice. The access of clear is requested: before each call
+// the Calculator asks its Owner, a stand-in for a human, who approves one
+// clear per run.
 //
 //	go run ./examples/calculator
+//
+// With -amqp it serves the Calculator's add on an amqpspace.Space until it
+// is interrupted, and with -amqp -call, in another terminal, it calls that
+// Calculator as a User of its own and exits. The broker is the one
+// amqpspace.ConfigFromEnv names (AMQP_URL, or AMQP_HOST and its kin; by
+// default RabbitMQ on localhost with guest/guest).
+//
+//	go run ./examples/calculator -amqp
+//	go run ./examples/calculator -amqp -call -a 2 -b 3
 package main
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"log"
+	"log/slog"
+	"net/url"
 	"os"
+	"os/signal"
+	"syscall"
 	"time"
 
 	"github.com/seed72275b23/agency-go/agency"
+	"github.com/seed72275b23/agency-go/amqpspace"
 	"github.com/seed72275b23/agency-go/space"
 )
 
@@ -95,23 +115,72 @@ func (o *Owner) Approve(ctx context.Context, args ApproveArgs) (bool, error) {
 }
 
 func main() {
-	if err := run(context.Background(), os.Stdout); err != nil {
-		log.Fatal(err)
+	useAMQP := flag.Bool("amqp", false, "serve the Calculator on RabbitMQ until interrupted, instead of the in-process demo")
+	call := flag.Bool("call", false, "with -amqp: call the Calculator that another process serves, then exit")
+	exchange := flag.String("exchange", "", "with -amqp: the exchange to meet on (default "+amqpspace.DefaultExchange+")")
+	a := flag.Float64("a", 2, "with -call: the first addend")
+	b := flag.Float64("b", 3, "with -call: the second addend")
+	flag.Parse()
+
+	if !*useAMQP {
+		flag.Visit(func(f *flag.Flag) {
+			if f.Name != "amqp" {
+				fmt.Fprintf(os.Stderr, "calculator: -%s needs -amqp\n", f.Name)
+				os.Exit(2)
+			}
+		})
+		if err := run(context.Background(), os.Stdout); err != nil {
+			log.Fatal(err)
+		}
+		return
 	}
+
+	cfg, err := amqpspace.ConfigFromEnv()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "calculator:", err)
+		os.Exit(1)
+	}
+	if *exchange != "" {
+		cfg.Exchange = *exchange
+	}
+	// Connection losses and reconnects are worth seeing in a demo.
+	cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, nil))
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	if *call {
+		err = callAMQP(ctx, cfg, *a, *b, os.Stdout)
+	} else {
+		err = serveAMQP(ctx, cfg, os.Stdout)
+	}
+	stop()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "calculator:", err)
+		os.Exit(1)
+	}
+}
+
+// newCalculatorAgent returns an agent named Calculator with calc's add
+// action, and the options given.
+func newCalculatorAgent(calc *Calculator, opts ...agency.Option) (*agency.Agent, error) {
+	a, err := agency.NewAgent("Calculator", opts...)
+	if err != nil {
+		return nil, err
+	}
+	agency.Handle(a, "add", calc.Add,
+		agency.Describe("Adds two numbers"),
+		agency.Returns("the sum"),
+		agency.Example(AddArgs{A: 1, B: 2}))
+	return a, nil
 }
 
 // run sets up the space and plays the User's part, writing what happens to
 // w.
 func run(ctx context.Context, w io.Writer) (err error) {
 	calc := &Calculator{}
-	calcAgent, err := agency.NewAgent("Calculator", agency.Hooks(calc))
+	calcAgent, err := newCalculatorAgent(calc, agency.Hooks(calc))
 	if err != nil {
 		return err
 	}
-	agency.Handle(calcAgent, "add", calc.Add,
-		agency.Describe("Adds two numbers"),
-		agency.Returns("the sum"),
-		agency.Example(AddArgs{A: 1, B: 2}))
 	agency.Handle(calcAgent, "clear", calc.Clear,
 		agency.Describe("Clears the calculator's memory"),
 		agency.Returns("what was done"),
@@ -176,4 +245,125 @@ func run(ctx context.Context, w io.Writer) (err error) {
 	}
 	fmt.Fprintln(w, "User: clear again:", err)
 	return nil
+}
+
+// closeTimeout bounds how long closing an AMQP space may take: the
+// running add to finish, the queues to be deleted.
+const closeTimeout = 10 * time.Second
+
+// serveAMQP serves a Calculator on the AMQP space that cfg names until ctx
+// is done, then closes the space, which removes the Calculator and
+// deletes its queues. It writes how to call the Calculator to w once it
+// can be called.
+func serveAMQP(ctx context.Context, cfg amqpspace.Config, w io.Writer) (err error) {
+	sp, err := connect(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer func() { err = errors.Join(err, closeSpace(sp)) }()
+
+	calc, err := newCalculatorAgent(&Calculator{})
+	if err != nil {
+		return err
+	}
+	if err := sp.Add(ctx, calc); err != nil {
+		if errors.Is(err, space.ErrAgentExists) {
+			return fmt.Errorf("a Calculator is already served on exchange %q: stop it first, or use another -exchange: %w", sp.Exchange(), err)
+		}
+		return err
+	}
+	fmt.Fprintf(w, "Calculator is serving on exchange %q at %s; stop it with Ctrl-C.\n", sp.Exchange(), redact(cfg.URL))
+	fmt.Fprintf(w, "Call it from another terminal with:\n    %s -call\n", serveCommand(sp.Exchange()))
+	<-ctx.Done()
+	fmt.Fprintln(w, "Stopping: removing Calculator and deleting its queues.")
+	return nil
+}
+
+// callAMQP joins the AMQP space that cfg names as a User with an id of its
+// own, asks the Calculator for help, calls add(a, b) and writes both
+// answers to w.
+func callAMQP(ctx context.Context, cfg amqpspace.Config, a, b float64, w io.Writer) (err error) {
+	sp, err := connect(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer func() { err = errors.Join(err, closeSpace(sp)) }()
+
+	// Each caller has an id of its own: an id is unique across every
+	// process on the exchange.
+	var suffix [4]byte
+	_, _ = rand.Read(suffix[:])
+	user, err := agency.NewAgent("User-" + hex.EncodeToString(suffix[:]))
+	if err != nil {
+		return err
+	}
+	if err := sp.Add(ctx, user); err != nil {
+		return err
+	}
+
+	// A safety net: nothing here should take more than a moment.
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+
+	help, err := agency.Call[map[string]agency.ActionHelp](ctx, user, "Calculator", "help", nil)
+	if errors.Is(err, agency.ErrNoRecipient) {
+		return fmt.Errorf("no Calculator on exchange %q: start one with %s", sp.Exchange(), serveCommand(sp.Exchange()))
+	}
+	if err != nil {
+		return err
+	}
+	text, err := json.MarshalIndent(help, "", "  ")
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "%s received help from Calculator:\n%s\n", user.ID(), text)
+
+	sum, err := agency.Call[float64](ctx, user, "Calculator", "add", AddArgs{A: a, B: b})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "%s: add(%v, %v) = %v\n", user.ID(), a, b, sum)
+	return nil
+}
+
+// connect opens the AMQP space that cfg names, telling how to start a
+// broker when there is none to reach.
+func connect(ctx context.Context, cfg amqpspace.Config) (*amqpspace.Space, error) {
+	sp, err := amqpspace.New(ctx, cfg)
+	if errors.Is(err, amqpspace.ErrDisconnected) {
+		return nil, fmt.Errorf("cannot reach RabbitMQ at %s: %w\n"+
+			"Start a local broker with `rabbitmq-server -detached`, or set AMQP_URL to one that runs", redact(cfg.URL), err)
+	}
+	return sp, err
+}
+
+// closeSpace closes sp, waiting at most closeTimeout.
+func closeSpace(sp *amqpspace.Space) error {
+	ctx, cancel := context.WithTimeout(context.Background(), closeTimeout)
+	defer cancel()
+	if err := sp.Close(ctx); err != nil {
+		return fmt.Errorf("closing the space: %w", err)
+	}
+	return nil
+}
+
+// serveCommand is the command that serves a Calculator on exchange.
+func serveCommand(exchange string) string {
+	cmd := "go run ./examples/calculator -amqp"
+	if exchange != amqpspace.DefaultExchange {
+		cmd += " -exchange " + exchange
+	}
+	return cmd
+}
+
+// redact returns the broker's URL without its password.
+func redact(raw string) string {
+	if raw == "" {
+		raw = amqpspace.DefaultURL
+	}
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "(unparsable URL)"
+	}
+	return u.Redacted()
 }

@@ -3,17 +3,29 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"maps"
+	"os"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	amqp "github.com/rabbitmq/amqp091-go"
 	"go.uber.org/goleak"
 
 	"github.com/seed72275b23/agency-go/agency"
+	"github.com/seed72275b23/agency-go/amqpspace"
+	"github.com/seed72275b23/agency-go/space"
 )
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
 
 const helpHeader = "User received help from Calculator:\n"
 
@@ -129,4 +141,173 @@ func TestAddIsPlain(t *testing.T) {
 	if got, err := c.Add(context.Background(), AddArgs{A: 1, B: 2}); got != 3 || err != nil {
 		t.Errorf("Add(1, 2) = %v, %v", got, err)
 	}
+}
+
+// TestAMQP serves the Calculator on a fresh exchange and calls it as a
+// second process would: the caller prints add's help and 2+3 = 5. A second
+// server on the same exchange is refused, and once the first has stopped
+// its queues are gone, so a caller is told that nobody serves.
+func TestAMQP(t *testing.T) {
+	cfg := testConfig(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+
+	serveCtx, stop := context.WithCancel(ctx) // stands in for SIGINT
+	defer stop()
+	served := &watchWriter{want: "Call it from another terminal", seen: make(chan struct{})}
+	done := make(chan error, 1)
+	go func() { done <- serveAMQP(serveCtx, cfg, served) }()
+	select {
+	case <-served.seen:
+	case err := <-done:
+		t.Fatalf("serveAMQP returned before serving: %v\noutput:\n%s", err, served.String())
+	case <-ctx.Done():
+		t.Fatalf("serveAMQP did not say it serves\noutput:\n%s", served.String())
+	}
+	if got := served.String(); !strings.Contains(got, "go run ./examples/calculator -amqp -exchange "+cfg.Exchange+" -call") {
+		t.Errorf("serving banner does not say how to call:\n%s", got)
+	}
+
+	var out bytes.Buffer
+	if err := callAMQP(ctx, cfg, 2, 3, &out); err != nil {
+		t.Fatalf("callAMQP: %v\noutput:\n%s", err, out.String())
+	}
+	text := out.String()
+	t.Logf("caller's output:\n%s", text)
+	header, helpText, ok := strings.Cut(text, " received help from Calculator:\n")
+	if !ok || !strings.HasPrefix(header, "User-") {
+		t.Fatalf("no help header in the output")
+	}
+	helpText, result, ok := strings.Cut(helpText, "\n}\n")
+	var help map[string]agency.ActionHelp
+	if err := json.Unmarshal([]byte(helpText+"\n}"), &help); !ok || err != nil {
+		t.Fatalf("help does not decode: %v", err)
+	}
+	if names := slices.Sorted(maps.Keys(help)); !slices.Equal(names, []string{"add"}) {
+		t.Errorf("help lists %v, want [add]", names)
+	}
+	checkAddHelp(t, help["add"])
+	if want := header + ": add(2, 3) = 5\n"; result != want {
+		t.Errorf("after the help got %q, want %q", result, want)
+	}
+
+	err := serveAMQP(ctx, cfg, &bytes.Buffer{})
+	if !errors.Is(err, space.ErrAgentExists) || !strings.Contains(err.Error(), "already served") {
+		t.Errorf("a second server on the exchange: got %v, want space.ErrAgentExists", err)
+	}
+
+	stop()
+	if err := <-done; err != nil {
+		t.Errorf("serveAMQP: %v", err)
+	}
+	if got := served.String(); !strings.HasSuffix(got, "Stopping: removing Calculator and deleting its queues.\n") {
+		t.Errorf("server's output does not end with its stopping:\n%s", got)
+	}
+	err = callAMQP(ctx, cfg, 2, 3, &bytes.Buffer{})
+	if err == nil || !strings.Contains(err.Error(), "no Calculator on exchange") {
+		t.Errorf("calling a stopped Calculator: got %v, want no Calculator", err)
+	}
+}
+
+// TestAMQPNoCalculator calls on an exchange where nobody serves.
+func TestAMQPNoCalculator(t *testing.T) {
+	cfg := testConfig(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+
+	var out bytes.Buffer
+	err := callAMQP(ctx, cfg, 2, 3, &out)
+	want := `no Calculator on exchange "` + cfg.Exchange + `": start one with go run ./examples/calculator -amqp -exchange ` + cfg.Exchange
+	if err == nil || err.Error() != want {
+		t.Errorf("got %v, want %s", err, want)
+	}
+	if out.Len() != 0 {
+		t.Errorf("printed %q", out.String())
+	}
+}
+
+// TestAMQPNoBroker checks what a broker that cannot be reached looks like:
+// the URL without its password, and how to start one. It needs no broker.
+func TestAMQPNoBroker(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cfg := amqpspace.Config{URL: "amqp://guest:secret@127.0.0.1:1/"}
+	for name, f := range map[string]func() error{
+		"serve": func() error { return serveAMQP(ctx, cfg, &bytes.Buffer{}) },
+		"call":  func() error { return callAMQP(ctx, cfg, 2, 3, &bytes.Buffer{}) },
+	} {
+		err := f()
+		if err == nil {
+			t.Fatalf("%s: no error", name)
+		}
+		msg := err.Error()
+		for _, want := range []string{"cannot reach RabbitMQ at amqp://guest:xxxxx@127.0.0.1:1/", "rabbitmq-server -detached", "AMQP_URL"} {
+			if !strings.Contains(msg, want) {
+				t.Errorf("%s: error does not say %q: %s", name, want, msg)
+			}
+		}
+		if strings.Contains(msg, "secret") {
+			t.Errorf("%s: error shows the password: %s", name, msg)
+		}
+	}
+}
+
+// testConfig returns the configuration of a fresh exchange on the test
+// broker, deleted when the test ends. Without a broker the test skips,
+// unless CI=true, where it fails.
+func testConfig(t *testing.T) amqpspace.Config {
+	t.Helper()
+	cfg, err := amqpspace.ConfigFromEnv()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := amqp.DialConfig(cfg.URL, amqp.Config{Dial: amqp.DefaultDial(3 * time.Second)})
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("CI=true and no RabbitMQ at %s: %v", redact(cfg.URL), err)
+		}
+		t.Skipf("no RabbitMQ at %s (%v): start one with `rabbitmq-server -detached`, or set AMQP_URL to one, to run this test", redact(cfg.URL), err)
+	}
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	cfg.Exchange = "calculator-test-" + hex.EncodeToString(b[:])
+	t.Cleanup(func() {
+		defer c.Close()
+		ch, err := c.Channel()
+		if err == nil {
+			err = ch.ExchangeDelete(cfg.Exchange, false, false)
+		}
+		if err != nil {
+			t.Logf("deleting exchange %s: %v", cfg.Exchange, err)
+		}
+	})
+	return cfg
+}
+
+// watchWriter collects what is written to it, from any goroutine, and
+// closes seen once the text contains want.
+type watchWriter struct {
+	want string
+	seen chan struct{}
+
+	mu     sync.Mutex
+	buf    bytes.Buffer
+	closed bool
+}
+
+func (w *watchWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	n, err := w.buf.Write(p)
+	if !w.closed && strings.Contains(w.buf.String(), w.want) {
+		w.closed = true
+		close(w.seen)
+	}
+	return n, err
+}
+
+func (w *watchWriter) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.buf.String()
 }
