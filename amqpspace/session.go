@@ -183,6 +183,7 @@ func (s *Space) reconnect() (*session, error) {
 			// while this one was away) or its queues cannot be declared:
 			// the agent cannot be reached, so it leaves.
 			s.log.Error("amqpspace: agent cannot rejoin after reconnecting; removing it", "agent", mem.id, "error", err)
+			s.wg.Add(1)
 			go s.evict(mem)
 		}
 	}

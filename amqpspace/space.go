@@ -235,6 +235,7 @@ func (s *Space) Remove(ctx context.Context, id string) error {
 // evict takes out an agent whose queues were lost to another process
 // while this one was disconnected.
 func (s *Space) evict(mem *member) {
+	defer s.wg.Done()
 	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.PublishTimeout)
 	defer cancel()
 	if err := s.Remove(ctx, mem.id); err != nil && !errors.Is(err, space.ErrUnknownAgent) {
