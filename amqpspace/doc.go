@@ -21,8 +21,8 @@
 // disconnected, Send, Request and Add fail at once with ErrDisconnected.
 //
 // Wire input that is not a valid message is answered with an "[error]"
-// message of type invalid_args where a sender can be identified, or dropped with a log
-// line; the agent serves on.
+// message of type invalid_args where a sender can be identified, or
+// dropped with a log line; the agent serves on.
 //
 // docs/amqp.md in the repository is the guide.
 package amqpspace
