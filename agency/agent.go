@@ -156,6 +156,11 @@ func (a *Agent) SendMessage(ctx context.Context, m *Message) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	if !a.hooks.wantsResponses() {
+		// Its responses would be dropped on arrival: over a wire, not
+		// sending them halves the traffic of one-way messages.
+		m.NoReply = true
+	}
 	if err := c.router.Route(ctx, m); err != nil && !errors.Is(err, ErrNoRecipient) {
 		return m.ID, err
 	}
@@ -187,6 +192,7 @@ func (a *Agent) RequestMessage(ctx context.Context, m *Message) (*Message, error
 	if dl, ok := ctx.Deadline(); ok && m.Deadline.IsZero() {
 		m.Deadline = dl
 	}
+	m.NoReply = false // a request waits for its response
 	c, err := a.prepare(m)
 	if err != nil {
 		return nil, err

@@ -50,6 +50,10 @@ func (m *Message) MarshalJSON() ([]byte, error) {
 		field("deadline")
 		writeJSONString(&b, m.Deadline.UTC().Format(time.RFC3339Nano))
 	}
+	if m.NoReply {
+		field("no_reply")
+		b.WriteString("true")
+	}
 	keys := make([]string, 0, len(m.Meta))
 	for k := range m.Meta {
 		keys = append(keys, k) // validate has refused the framework's own keys
@@ -160,11 +164,11 @@ func (m *Message) validate() error {
 	if err := validateActionName(m.Action); err != nil {
 		return fmt.Errorf("%w: %v", ErrMalformedMessage, err)
 	}
-	for _, k := range [...]string{"id", "parent_id", "deadline"} {
+	for _, k := range [...]string{"id", "parent_id", "deadline", "no_reply"} {
 		if _, ok := m.Meta[k]; ok {
 			// The framework's own keys live in fields; a copy in Meta would
 			// travel in process and vanish on the wire.
-			return fmt.Errorf("%w: __meta__ key %q is the framework's: set Message.ID, ParentID or Deadline", ErrMalformedMessage, k)
+			return fmt.Errorf("%w: __meta__ key %q is the framework's: set Message.ID, ParentID, Deadline or NoReply", ErrMalformedMessage, k)
 		}
 	}
 	switch m.Action {
@@ -375,6 +379,14 @@ func (m *Message) decodeMeta(raw json.RawMessage) error {
 		}
 		m.Deadline = t
 		delete(meta, "deadline")
+	}
+	if v, ok := meta["no_reply"]; ok {
+		b, ok := v.(bool)
+		if !ok {
+			return fmt.Errorf("%w: __meta__.no_reply must be a boolean, not %v", ErrMalformedMessage, v)
+		}
+		m.NoReply = b
+		delete(meta, "no_reply")
 	}
 	if len(meta) > 0 {
 		m.Meta = meta

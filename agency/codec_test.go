@@ -454,6 +454,7 @@ func TestMarshalRefusesUndecodable(t *testing.T) {
 		{"meta id", func(m *agency.Message) { m.Meta = map[string]any{"id": "x"} }, `"id" is the framework's`},
 		{"meta parent_id", func(m *agency.Message) { m.Meta = map[string]any{"parent_id": "x"} }, `"parent_id" is the framework's`},
 		{"meta deadline", func(m *agency.Message) { m.Meta = map[string]any{"deadline": "soon"} }, `"deadline" is the framework's`},
+		{"meta no_reply", func(m *agency.Message) { m.Meta = map[string]any{"no_reply": true} }, `"no_reply" is the framework's`},
 		{"args marshal to array", func(m *agency.Message) { m.Args = arrayMarshaler{} }, "JSON object"},
 		{"args unencodable", func(m *agency.Message) { m.Args = map[string]any{"c": make(chan int)} }, "args"},
 		{"error without ActionError", func(m *agency.Message) { m.Action, m.Args = agency.ErrorAction, "boom" }, "*ActionError"},
@@ -549,6 +550,29 @@ func TestCodecDeadline(t *testing.T) {
 		in := `{"to":"A","from":"B","action":{"__meta__":{"deadline":` + bad + `},"add":{}}}`
 		if _, err := agency.DecodeMessage([]byte(in)); !errors.Is(err, agency.ErrMalformedMessage) {
 			t.Errorf("deadline %s: %v, want ErrMalformedMessage", bad, err)
+		}
+	}
+}
+
+// TestCodecNoReply: a sender that takes no responses says so as
+// __meta__.no_reply, a boolean, absent when false.
+func TestCodecNoReply(t *testing.T) {
+	m := &agency.Message{To: "Calculator", From: "User", ID: "x", NoReply: true, Action: "add"}
+	data, got := roundTrip(t, m)
+	if want := `"__meta__":{"id":"x","no_reply":true}`; !strings.Contains(string(data), want) {
+		t.Errorf("wire form %s does not hold %s", data, want)
+	}
+	if !got.NoReply || got.Meta != nil {
+		t.Errorf("decoded NoReply %v (meta %v), want true", got.NoReply, got.Meta)
+	}
+	m.NoReply = false
+	if data, _ := roundTrip(t, m); strings.Contains(string(data), "no_reply") {
+		t.Errorf("wire form %s mentions no_reply", data)
+	}
+	for _, bad := range []string{`"yes"`, `1`, `null`} {
+		in := `{"to":"A","from":"B","action":{"__meta__":{"no_reply":` + bad + `},"add":{}}}`
+		if _, err := agency.DecodeMessage([]byte(in)); !errors.Is(err, agency.ErrMalformedMessage) {
+			t.Errorf("no_reply %s: %v, want ErrMalformedMessage", bad, err)
 		}
 	}
 }

@@ -43,6 +43,7 @@ type Message struct {
 	ID       string         // __meta__.id: unique per message, set on send unless given
 	ParentID string         // __meta__.parent_id: on a response, the id it answers
 	Deadline time.Time      // __meta__.deadline: when the sender stops waiting; Request sets it from its ctx
+	NoReply  bool           // __meta__.no_reply: the sender takes no responses, so none is sent; Send sets it for an agent without ValueHandler or ErrorHandler
 	Meta     map[string]any // every other __meta__ key, carried unchanged
 
 	Action string // the action name

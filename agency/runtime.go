@@ -354,8 +354,12 @@ func (c *Conn) fail(ctx context.Context, m *Message, ae *ActionError) {
 	}
 }
 
-// reply sends a [response] or [error] for m back to its sender.
+// reply sends a [response] or [error] for m back to its sender, unless
+// the sender said it takes none.
 func (c *Conn) reply(ctx context.Context, m *Message, action string, args any) error {
+	if m.NoReply {
+		return nil
+	}
 	select {
 	case <-c.gone: // a handler's context kept past its agent's removal
 		return fmt.Errorf("%w: %q has left the space", ErrNotAdded, c.agent.id)
