@@ -286,3 +286,35 @@ func TestFaultNothingLost(t *testing.T) {
 }
 
 func head(ns []int) []int { return ns[:min(len(ns), 20)] }
+
+// A message the broker refuses (a queue at its length limit, set by a
+// policy, with overflow reject-publish) is ErrRejected for its sender, not
+// a silent loss.
+func TestFaultRejected(t *testing.T) {
+	sp := newSpace(t, amqpspace.Config{})
+	full := agency.MustNewAgent(randomName("Full"))
+	agency.Handle(full, "take", func(context.Context, struct{}) (bool, error) { return true, nil })
+	sender := agency.MustNewAgent(randomName("Sender"))
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	for _, a := range []*agency.Agent{full, sender} {
+		if err := sp.Add(ctx, a); err != nil {
+			t.Fatal(err)
+		}
+	}
+	policy := randomName("agency-test-full")
+	rabbitmqctl(t, "set_policy", "--apply-to", "queues", policy, "^"+full.ID()+"$", `{"max-length":0,"overflow":"reject-publish"}`)
+	t.Cleanup(func() { rabbitmqctl(t, "clear_policy", policy) })
+
+	// The broker applies a policy to its queues a moment after storing it.
+	var err error
+	for err == nil && ctx.Err() == nil {
+		_, err = sender.Send(ctx, full.ID(), "take", nil)
+	}
+	if !errors.Is(err, amqpspace.ErrRejected) {
+		t.Errorf("Send to a full queue: %v, want ErrRejected", err)
+	}
+	if _, err := sender.Request(ctx, full.ID(), "take", nil); !errors.Is(err, amqpspace.ErrRejected) {
+		t.Errorf("Request to a full queue: %v, want ErrRejected", err)
+	}
+}
