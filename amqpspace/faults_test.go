@@ -318,3 +318,45 @@ func TestFaultRejected(t *testing.T) {
 		t.Errorf("Request to a full queue: %v, want ErrRejected", err)
 	}
 }
+
+// While a space is away, another takes one of its agents' ids: when the
+// first comes back it cannot consume that agent's queues, and removes the
+// agent, with an error in its log, rather than keep an agent that hears
+// nothing.
+func TestFaultIDTakenMeanwhile(t *testing.T) {
+	w := newWorker(t)
+	other := newSpace(t, amqpspace.Config{Exchange: w.exchange})
+	twin := agency.MustNewAgent(w.echo.ID())
+	agency.Handle(twin, "echo", func(context.Context, struct {
+		Text string `json:"text"`
+	}) (string, error) {
+		return "from the twin", nil
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	// The twin tries from before the fault on, so that it gets in during
+	// the moment the first space is away.
+	taken := make(chan error, 1)
+	go func() {
+		for {
+			err := other.Add(ctx, twin)
+			if !errors.Is(err, space.ErrAgentExists) || ctx.Err() != nil {
+				taken <- err
+				return
+			}
+		}
+	}()
+	closeConnections(t, w.exchange)
+	if err := <-taken; err != nil {
+		t.Fatalf("the twin could not take the id: %v", err)
+	}
+	w.logs.expect(t, "cannot rejoin after reconnecting")
+	w.logs.expect(t, "removed an agent whose id another process holds now")
+	if err := w.sp.Remove(ctx, w.echo.ID()); !errors.Is(err, space.ErrUnknownAgent) {
+		t.Fatalf("Remove of the evicted agent: %v, want ErrUnknownAgent", err)
+	}
+	got, err := agency.Call[string](ctx, w.caller, w.echo.ID(), "echo", map[string]string{"text": "who"})
+	if err != nil || got != "from the twin" {
+		t.Errorf("echo after the eviction: %q, %v; want the twin's answer", got, err)
+	}
+}

@@ -238,7 +238,10 @@ func (s *Space) evict(mem *member) {
 	defer s.wg.Done()
 	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.PublishTimeout)
 	defer cancel()
-	if err := s.Remove(ctx, mem.id); err != nil && !errors.Is(err, space.ErrUnknownAgent) {
+	switch err := s.Remove(ctx, mem.id); {
+	case err == nil:
+		s.log.Warn("amqpspace: removed an agent whose id another process holds now", "agent", mem.id)
+	case !errors.Is(err, space.ErrUnknownAgent):
 		s.log.Error("amqpspace: removing an agent that lost its queues", "agent", mem.id, "error", err)
 	}
 }
