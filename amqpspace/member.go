@@ -103,6 +103,15 @@ func (mem *member) bind(sub *subscription) error {
 	return nil
 }
 
+// release gives up queues that were claimed for an agent that does not
+// join after all: they stop receiving, and expire unless it comes back.
+func (mem *member) release(sub *subscription) {
+	q := mem.queues()
+	_ = sub.ch.QueueUnbind(q[0], mem.id, mem.s.cfg.Exchange, nil)
+	_ = sub.ch.QueueUnbind(q[1], broadcastKey, mem.s.cfg.Exchange, nil)
+	_ = sub.ch.Close()
+}
+
 // start runs the consumer of sub.
 func (mem *member) start(sess *session, sub *subscription) {
 	mem.mu.Lock()
@@ -131,7 +140,7 @@ func (mem *member) resubscribe(sess *session) error {
 		return err
 	}
 	if err := mem.bind(sub); err != nil {
-		_ = sub.ch.Close()
+		mem.release(sub)
 		return err
 	}
 	mem.start(sess, sub)

@@ -16,47 +16,96 @@ import (
 // what became of its message: confirmed, returned as unroutable, refused,
 // or lost with the connection.
 //
-// Publishes are serialised so that each knows its delivery tag before it is
-// sent; the tag also travels as the correlation id, which is how a
-// basic.return finds its publish. One goroutine reads both returns and
-// confirms from unbuffered channels: the broker sends a message's return
-// before its ack, the client library hands them over one at a time in that
-// order, so the return is always recorded before the ack is seen.
+// One goroutine writes: it takes each publishing's delivery tag before
+// sending it, and the tag also travels as the correlation id, which is how
+// a basic.return finds its publish. A caller never blocks on the socket
+// itself, so a broker that stops reading (a resource alarm, a stalled
+// network) cannot hold it past its context; a write stuck for longer than
+// the publish timeout fails the session.
+//
+// One goroutine reads both returns and confirms from unbuffered channels:
+// the broker sends a message's return before its ack, and the client
+// library hands them over one at a time in that order, so the return is
+// always recorded before the ack is seen.
 type publisher struct {
 	ch      *amqp.Channel
 	appID   string
 	timeout time.Duration
+	stalled func(error) // called when a write hangs: fails the session
 
-	sendMu sync.Mutex // held from taking a tag until the frame is written
+	requests chan *publishing
 
 	mu      sync.Mutex
 	waiting map[uint64]*publishing
-	lost    error // set once the channel is gone; every later publish fails with it
-	done    chan struct{}
+	lost    error         // set once the channel is gone; every later publish fails with it
+	gone    chan struct{} // closed with lost
 }
 
-// publishing is one message waiting for the broker's word on it.
+// publishing is one message on its way, and then waiting for the broker's
+// word on it.
 type publishing struct {
+	exchange, key string
+	mandatory     bool
+	msg           amqp.Publishing
+
 	returned bool
 	result   chan error // buffered: receives exactly one outcome
 }
 
-func newPublisher(ch *amqp.Channel, appID string, timeout time.Duration) *publisher {
+func newPublisher(ch *amqp.Channel, appID string, timeout time.Duration, stalled func(error)) *publisher {
 	p := &publisher{
-		ch: ch, appID: appID, timeout: timeout,
-		waiting: make(map[uint64]*publishing),
-		done:    make(chan struct{}),
+		ch: ch, appID: appID, timeout: timeout, stalled: stalled,
+		requests: make(chan *publishing),
+		waiting:  make(map[uint64]*publishing),
+		gone:     make(chan struct{}),
 	}
 	returns := ch.NotifyReturn(make(chan amqp.Return))
 	confirms := ch.NotifyPublish(make(chan amqp.Confirmation))
 	go p.listen(returns, confirms)
+	go p.write()
 	return p
+}
+
+// write sends the publishings one at a time until the channel is gone.
+func (p *publisher) write() {
+	stall := time.AfterFunc(time.Hour, func() {
+		p.stalled(fmt.Errorf("%w: the broker has not taken a message for %v (blocked by a resource alarm, or the network stalls)", ErrDisconnected, p.timeout))
+	})
+	stall.Stop()
+	defer stall.Stop()
+	for {
+		var w *publishing
+		select {
+		case w = <-p.requests:
+		case <-p.gone:
+			return
+		}
+		tag := p.ch.GetNextPublishSeqNo()
+		p.mu.Lock()
+		if p.lost != nil {
+			p.mu.Unlock()
+			w.result <- p.lost
+			continue
+		}
+		p.waiting[tag] = w
+		p.mu.Unlock()
+		if w.mandatory {
+			w.msg.CorrelationId = strconv.FormatUint(tag, 10)
+		}
+		stall.Reset(p.timeout)
+		err := p.ch.Publish(w.exchange, w.key, w.mandatory, false, w.msg)
+		stall.Stop()
+		if err != nil {
+			if p.forget(tag) {
+				w.result <- fmt.Errorf("%w: publish: %v", ErrDisconnected, err)
+			}
+		}
+	}
 }
 
 // listen resolves publishings as the broker answers, until the channel
 // closes; then every publishing still waiting has been lost.
 func (p *publisher) listen(returns <-chan amqp.Return, confirms <-chan amqp.Confirmation) {
-	defer close(p.done)
 	for {
 		select {
 		case r, ok := <-returns:
@@ -83,7 +132,7 @@ func (p *publisher) listen(returns <-chan amqp.Return, confirms <-chan amqp.Conf
 			delete(p.waiting, c.DeliveryTag)
 			p.mu.Unlock()
 			if w == nil {
-				continue // its caller gave up waiting
+				continue
 			}
 			switch {
 			case !c.Ack:
@@ -101,59 +150,55 @@ func (p *publisher) listen(returns <-chan amqp.Return, confirms <-chan amqp.Conf
 func (p *publisher) fail(err error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.lost == nil {
-		p.lost = err
+	if p.lost != nil {
+		return
 	}
+	p.lost = err
+	close(p.gone)
 	for tag, w := range p.waiting {
 		w.result <- err
 		delete(p.waiting, tag)
 	}
 }
 
-// publish sends body to the exchange (or, with exchange "", straight to
-// the queue named key) and waits until the broker confirms it, returns it
-// (agency.ErrNoRecipient; only mandatory messages are returned), refuses
-// it, or the connection goes.
-func (p *publisher) publish(ctx context.Context, exchange, key string, mandatory bool, msg amqp.Publishing) error {
-	ctx, cancel := context.WithTimeout(ctx, p.timeout) // the earlier deadline wins
-	defer cancel()
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	w := &publishing{result: make(chan error, 1)}
-	msg.AppId = p.appID
-
-	p.sendMu.Lock()
-	tag := p.ch.GetNextPublishSeqNo()
+// forget drops the publishing with tag, reporting whether it was still
+// waiting.
+func (p *publisher) forget(tag uint64) bool {
 	p.mu.Lock()
-	if p.lost != nil {
-		p.mu.Unlock()
-		p.sendMu.Unlock()
-		return p.lost
-	}
-	p.waiting[tag] = w
-	p.mu.Unlock()
-	if mandatory {
-		msg.CorrelationId = strconv.FormatUint(tag, 10)
-	}
-	err := p.ch.Publish(exchange, key, mandatory, false, msg)
-	p.sendMu.Unlock()
-	if err != nil {
-		p.forget(tag)
-		return fmt.Errorf("%w: publish: %v", ErrDisconnected, err)
-	}
+	defer p.mu.Unlock()
+	_, ok := p.waiting[tag]
+	delete(p.waiting, tag)
+	return ok
+}
 
+// publish sends msg to the exchange (or, with exchange "", straight to the
+// queue named key) and waits until the broker confirms it, returns it
+// (agency.ErrNoRecipient; only mandatory messages are returned), refuses
+// it (ErrRejected), or the connection goes (ErrDisconnected) — or until
+// ctx ends or the publish timeout passes, whichever comes first.
+func (p *publisher) publish(ctx context.Context, exchange, key string, mandatory bool, msg amqp.Publishing) error {
+	ctx, cancel := context.WithTimeout(ctx, p.timeout)
+	defer cancel()
+	msg.AppId = p.appID
+	w := &publishing{exchange: exchange, key: key, mandatory: mandatory, msg: msg, result: make(chan error, 1)}
+	select {
+	case p.requests <- w:
+	case <-p.gone:
+		return p.lostErr()
+	case <-ctx.Done():
+		return fmt.Errorf("amqpspace: the message was not sent: %w", ctx.Err())
+	}
 	select {
 	case err := <-w.result:
 		return err
 	case <-ctx.Done():
-		p.forget(tag)
+		// The writer or the listener still settles w; no one reads it.
 		return fmt.Errorf("amqpspace: the broker has not confirmed the message: %w", ctx.Err())
 	}
 }
 
-func (p *publisher) forget(tag uint64) {
+func (p *publisher) lostErr() error {
 	p.mu.Lock()
-	delete(p.waiting, tag)
-	p.mu.Unlock()
+	defer p.mu.Unlock()
+	return p.lost
 }

@@ -68,7 +68,7 @@ func (s *Space) dial() (*session, error) {
 		sess.close()
 		return nil, err
 	}
-	sess.pub = newPublisher(ch, s.token, s.cfg.PublishTimeout)
+	sess.pub = newPublisher(ch, s.token, s.cfg.PublishTimeout, sess.fail)
 
 	pubClosed := pubConn.NotifyClose(make(chan *amqp.Error, 1))
 	subClosed := subConn.NotifyClose(make(chan *amqp.Error, 1))

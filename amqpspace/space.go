@@ -167,34 +167,49 @@ func (s *Space) Add(ctx context.Context, a *agency.Agent) error {
 	return nil
 }
 
-// join claims the agent's queues, connects the agent and starts its
-// consumer.
+// join claims and binds the agent's queues, connects the agent and starts
+// its consumer. Connecting and the check that the space is still open
+// happen under one lock, so Close sees every agent that Add lets in.
 func (s *Space) join(mem *member, a *agency.Agent) (*agency.Conn, error) {
 	s.topology.RLock()
 	defer s.topology.RUnlock()
 	sess := s.sess.Load()
 	if sess == nil {
+		if s.isClosed() {
+			return nil, ErrClosed
+		}
 		return nil, fmt.Errorf("adding %q: %w", mem.id, ErrDisconnected)
 	}
 	sub, err := mem.claim(sess)
 	if err != nil {
 		return nil, err
 	}
-	conn, err := agency.Connect(a, router{mem: mem})
-	if err != nil {
-		_ = sub.ch.Close()
-		return nil, err
-	}
 	if err := mem.bind(sub); err != nil {
-		_ = sub.ch.Close()
-		_ = conn.Close(context.Background()) // nothing has run yet
+		mem.release(sub)
 		return nil, err
 	}
 	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		mem.release(sub)
+		return nil, ErrClosed
+	}
+	conn, err := agency.Connect(a, router{mem: mem})
+	if err != nil {
+		s.mu.Unlock()
+		mem.release(sub)
+		return nil, err
+	}
 	mem.conn = conn
 	s.mu.Unlock()
 	mem.start(sess, sub)
 	return conn, nil
+}
+
+func (s *Space) isClosed() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.closed
 }
 
 // checkID refuses ids that the AMQP topology cannot carry safely.
