@@ -144,7 +144,9 @@ func (c Config) check() (settings, error) {
 	}
 	uri, err := amqp.ParseURI(c.URL)
 	if err != nil {
-		return settings{}, fmt.Errorf("%w: URL %q: %v", ErrInvalidConfig, redact(c.URL), err)
+		// The parser's message quotes the URL, password and all.
+		return settings{}, fmt.Errorf("%w: URL %q is not an AMQP URL (amqp://user:password@host:port/vhost, or amqps://; percent-encode special characters in the user name and password): %s",
+			ErrInvalidConfig, redact(c.URL), scrub(err.Error(), c.URL))
 	}
 	if uri.Port < 1 || uri.Port > 65535 {
 		return settings{}, fmt.Errorf("%w: URL %q: port %d is outside 1-65535", ErrInvalidConfig, redact(c.URL), uri.Port)
@@ -211,6 +213,19 @@ func checkExchange(name string) error {
 		}
 	}
 	return nil
+}
+
+// scrub removes from msg the password that raw, a URL, holds, whether or
+// not raw parses.
+func scrub(msg, raw string) string {
+	if _, rest, ok := strings.Cut(raw, "://"); ok {
+		if userinfo, _, ok := strings.Cut(rest, "@"); ok {
+			if _, password, ok := strings.Cut(userinfo, ":"); ok && password != "" {
+				msg = strings.ReplaceAll(msg, password, "xxxxx")
+			}
+		}
+	}
+	return msg
 }
 
 // redact hides the password of a URL that is about to be shown.

@@ -28,6 +28,7 @@ type member struct {
 	sub     *subscription // the current session's, nil while disconnected
 	last    *subscription // the latest started, whose consumer may still run
 	leaving bool
+	left    chan struct{} // closed when the removal is over; set when it starts
 	fence   string        // token of the fence being waited for
 	fenced  chan struct{} // closed when both queues' fences have arrived
 	fences  int
@@ -37,6 +38,8 @@ type member struct {
 	// delivers them again, flagged as redelivered: those are skipped. Only
 	// one consumer goroutine runs at a time, and only it touches recent.
 	recent recentSet
+
+	leaveErr error // the removal's result, written before left closes
 }
 
 // subscription is an agent's consumer channel on one session.
@@ -62,7 +65,7 @@ func (mem *member) claim(sess *session) (*subscription, error) {
 		_ = ch.Close()
 		var ae *amqp.Error
 		if errors.As(err, &ae) && (ae.Code == amqp.AccessRefused || ae.Code == amqp.ResourceLocked) {
-			return nil, fmt.Errorf("%w: %q is live in another process on exchange %q", space.ErrAgentExists, mem.id, s.cfg.Exchange)
+			return nil, fmt.Errorf("%w: %q is live in another process (queue names are per vhost: perhaps under another exchange)", space.ErrAgentExists, mem.id)
 		}
 		if !sess.alive() {
 			return nil, fmt.Errorf("adding %q: %w", mem.id, ErrDisconnected)
@@ -158,27 +161,37 @@ func (mem *member) consume(sess *session, sub *subscription) {
 		case d, ok := <-direct:
 			if !ok {
 				direct = nil
+				mem.consumerEnded(sess, sub)
 				continue
 			}
 			mem.ack(d, mem.receive(d, false))
 		case d, ok := <-broadcast:
 			if !ok {
 				broadcast = nil
+				mem.consumerEnded(sess, sub)
 				continue
 			}
 			mem.ack(d, mem.receive(d, true))
 		}
 	}
 	mem.mu.Lock()
-	current, leaving := mem.sub == sub, mem.leaving
-	if current {
+	if mem.sub == sub {
 		mem.sub = nil
 	}
 	mem.mu.Unlock()
-	if current && !leaving && sess.alive() {
-		// The broker cancelled the consumer (its queue was deleted from
-		// outside, say) while the session lives: start over.
-		sess.fail(fmt.Errorf("%w: the broker cancelled the consumer of %q", ErrDisconnected, mem.id))
+}
+
+// consumerEnded handles the end of one of sub's consumers. At the end of
+// the session or of the agent that is expected; otherwise the broker
+// cancelled it (its queue was deleted from outside, say) and the agent
+// would hear nothing more on that queue: the session starts over, and
+// declares the queues again.
+func (mem *member) consumerEnded(sess *session, sub *subscription) {
+	mem.mu.Lock()
+	expected := mem.sub != sub || mem.leaving
+	mem.mu.Unlock()
+	if !expected && sess.alive() {
+		sess.fail(fmt.Errorf("%w: the broker cancelled a consumer of %q", ErrDisconnected, mem.id))
 	}
 }
 
@@ -193,6 +206,12 @@ func (mem *member) receive(d amqp.Delivery, broadcast bool) *agency.Message {
 	}
 	if len(d.Body) > s.cfg.MaxMessageSize {
 		s.log.Warn("amqpspace: dropped a message over the size limit", "agent", mem.id, "bytes", len(d.Body), "limit", s.cfg.MaxMessageSize, "app_id", d.AppId)
+		return nil
+	}
+	if d.Exchange != s.cfg.Exchange && d.Exchange != "" {
+		// Queue names are the vhost's: a queue of this id still bound to
+		// another space's exchange is no way into this one.
+		s.log.Warn("amqpspace: dropped a message that came through another exchange", "agent", mem.id, "exchange", d.Exchange, "app_id", d.AppId)
 		return nil
 	}
 	m, err := agency.DecodeMessage(d.Body)
@@ -322,11 +341,31 @@ func (mem *member) sawFence(token string) {
 	}
 }
 
-// leave takes the agent out: BeforeRemove while it is reachable, then no
+// leave takes the agent out, once: a concurrent or later call waits for
+// the first (or for its own ctx) and returns its result.
+func (mem *member) leave(ctx context.Context) error {
+	mem.mu.Lock()
+	if left := mem.left; left != nil {
+		mem.mu.Unlock()
+		select {
+		case <-left:
+			return mem.leaveErr
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	mem.left = make(chan struct{})
+	mem.mu.Unlock()
+	mem.leaveErr = mem.removal(ctx)
+	close(mem.left)
+	return mem.leaveErr
+}
+
+// removal takes the agent out: BeforeRemove while it is reachable, then no
 // new messages (its queues are unbound), then those already queued handed
 // over (a fence at the end of each queue tells when), then the drain, then
 // the queues deleted.
-func (mem *member) leave(ctx context.Context) error {
+func (mem *member) removal(ctx context.Context) error {
 	mem.conn.BeforeRemove(ctx)
 
 	mem.s.topology.RLock()

@@ -354,11 +354,14 @@ func (s *Space) send(ctx context.Context, m *agency.Message) error {
 	if m.To == agency.Broadcast {
 		key, mandatory = broadcastKey, false
 	}
-	err = sess.pub.publish(ctx, s.cfg.Exchange, key, mandatory, amqp.Publishing{
-		ContentType: "application/json",
-		MessageId:   m.ID,
-		Body:        body,
-	})
+	msg := amqp.Publishing{ContentType: "application/json", MessageId: m.ID, Body: body}
+	err = sess.pub.publish(ctx, s.cfg.Exchange, key, mandatory, msg)
+	if errors.Is(err, agency.ErrNoRecipient) && m.IsResponse() {
+		// An agent that is leaving has unbound its queue, but its running
+		// actions still wait for their answers: straight to the queue,
+		// which lives until the agent is gone.
+		err = sess.pub.publish(ctx, "", m.To, true, msg)
+	}
 	if errors.Is(err, agency.ErrNoRecipient) {
 		return fmt.Errorf("%w: %q", agency.ErrNoRecipient, m.To)
 	}

@@ -3,6 +3,7 @@ package amqpspace_test
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"testing"
 	"time"
 
@@ -44,5 +45,36 @@ func TestAddDuringClose(t *testing.T) {
 			t.Fatalf("the agent is still held by the closed space: %v", err)
 		}
 		_ = local.Close(context.Background())
+	}
+}
+
+// Two Removes of one agent at once: both return when it is out, and the
+// removal runs once.
+func TestConcurrentRemove(t *testing.T) {
+	logs := newLogRecorder()
+	s := newSpace(t, amqpspace.Config{Logger: slog.New(logs)})
+	a := agency.MustNewAgent(randomName("Twice"))
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	if err := s.Add(ctx, a); err != nil {
+		t.Fatal(err)
+	}
+	errs := make(chan error, 2)
+	for range 2 {
+		go func() { errs <- s.Remove(ctx, a.ID()) }()
+	}
+	for range 2 {
+		if err := <-errs; err != nil && !errors.Is(err, space.ErrUnknownAgent) {
+			t.Errorf("Remove: %v", err)
+		}
+	}
+	for {
+		select {
+		case m := <-logs.msgs:
+			t.Errorf("logged during the removal: %s", m)
+			continue
+		default:
+		}
+		break
 	}
 }

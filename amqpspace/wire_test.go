@@ -428,3 +428,91 @@ func TestIDUniqueAcrossSpaces(t *testing.T) {
 		t.Fatalf("Add after the other space removed the id: %v", err)
 	}
 }
+
+// A queue deleted from outside cancels its consumer: the space starts over
+// and declares it again, rather than keep an agent that hears nothing on
+// it.
+func TestQueueDeletedFromOutside(t *testing.T) {
+	logs := newLogRecorder()
+	sp := newSpace(t, amqpspace.Config{Logger: slog.New(logs)})
+	echo := agency.MustNewAgent(randomName("Echo"))
+	agency.Handle(echo, "echo", func(_ context.Context, a struct {
+		Text string `json:"text"`
+	}) (string, error) {
+		return a.Text, nil
+	})
+	caller := agency.MustNewAgent(randomName("Caller"))
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	for _, a := range []*agency.Agent{echo, caller} {
+		if err := sp.Add(ctx, a); err != nil {
+			t.Fatal(err)
+		}
+	}
+	conn, err := amqp.Dial(brokerURL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	ch, err := conn.Channel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ch.QueueDelete(echo.ID(), false, false, false); err != nil {
+		t.Fatal(err)
+	}
+	logs.expect(t, "lost the broker")
+	logs.expect(t, "reconnected")
+	got, err := agency.Call[string](ctx, caller, echo.ID(), "echo", map[string]string{"text": "again"})
+	if err != nil || got != "again" {
+		t.Errorf("echo after its queue was deleted and declared again: %q, %v", got, err)
+	}
+}
+
+// Queue names belong to the vhost, not to the exchange: a queue that is
+// also bound to another exchange (left over from a space there) lets
+// nothing from that exchange reach the agent.
+func TestOtherExchangeIgnored(t *testing.T) {
+	logs := newLogRecorder()
+	ex := testExchange(t)
+	sp := newSpace(t, amqpspace.Config{Exchange: ex, Logger: slog.New(logs)})
+	bob := agency.MustNewAgent(randomName("Bob"))
+	var adds counter
+	agency.Handle(bob, "add", func(_ context.Context, a addArgs) (int, error) {
+		adds.mu.Lock()
+		adds.n++
+		adds.mu.Unlock()
+		return a.A + a.B, nil
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	if err := sp.Add(ctx, bob); err != nil {
+		t.Fatal(err)
+	}
+	elsewhere := testExchange(t)
+	conn, err := amqp.Dial(brokerURL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	ch, err := conn.Channel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ch.ExchangeDeclare(elsewhere, "topic", false, false, false, false, nil); err != nil {
+		t.Fatal(err)
+	}
+	p := newProbe(t, elsewhere)
+	if err := p.ch.QueueBind(bob.ID(), bob.ID(), elsewhere, false, nil); err != nil {
+		t.Fatal(err)
+	}
+	p.request(bob.ID(), "other-1", "add", addArgs{A: 1, B: 1})
+	logs.expect(t, "came through another exchange")
+
+	home := newProbe(t, ex)
+	home.request(bob.ID(), "home-1", "add", addArgs{A: 2, B: 2})
+	home.expectSum("home-1", 4)
+	if n := adds.calls(); n != 1 {
+		t.Errorf("add ran %d times, want 1 (only the message through the space's exchange)", n)
+	}
+}

@@ -155,3 +155,49 @@ func testRequestWhileRemoved(e *env) {
 	}
 	close(release)
 }
+
+// An action that runs while its agent is being removed may still make
+// requests and get their answers: the drain finishes running actions, and
+// an action may need others to finish.
+func testRequestWhileDraining(e *env) {
+	removing := make(beforeRemove, 1)
+	subject := e.newAgent("Subject", agency.Hooks(removing))
+	helper := e.newAgent("Helper")
+	agency.Handle(helper, "ping", pong)
+	started := make(chan struct{}, 1)
+	release := make(chan struct{})
+	answer := make(chan string, 1)
+	agency.Handle(subject, "work", func(ctx context.Context, _ empty) (bool, error) {
+		signal(started, struct{}{})
+		select {
+		case <-release:
+		case <-e.stop:
+			return false, nil
+		}
+		got, err := agency.Call[string](ctx, agency.AgentFrom(ctx), helper.ID(), "ping", nil)
+		if err != nil {
+			got = "error: " + err.Error()
+		}
+		answer <- got
+		return true, nil
+	})
+	sender := e.newAgent("Sender")
+	e.add(subject, helper, sender)
+
+	e.send(sender, subject.ID(), "work", nil)
+	receive(e.t, started, "the action to start")
+	removed := make(chan error, 1)
+	ctx := e.ctx()
+	go func() { removed <- e.sp.Remove(ctx, subject.ID()) }()
+	receive(e.t, removing, "Remove to call BeforeRemove")
+	// Let the removal get on, so that the request comes while the agent
+	// no longer takes new messages: a space that passes waits this out.
+	time.Sleep(200 * time.Millisecond)
+	close(release)
+	if got := receive(e.t, answer, "the action's request to return"); got != "pong" {
+		e.t.Errorf("a request from an action that runs during Remove got %q, want pong", got)
+	}
+	if err := receive(e.t, removed, "Remove to return"); err != nil {
+		e.t.Errorf("Remove: %v", err)
+	}
+}

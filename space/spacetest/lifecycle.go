@@ -23,6 +23,7 @@ var lifecycleTests = []test{
 	{"RemoveSelf", testRemoveSelf},
 	{"RemoveExpired", testRemoveExpired},
 	{"RequestWhileRemoved", testRequestWhileRemoved},
+	{"RequestWhileDraining", testRequestWhileDraining},
 	{"Close", testClose},
 }
 

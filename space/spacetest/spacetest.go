@@ -9,8 +9,9 @@
 //	}
 //
 // The suite holds for a space whose messages cross a wire: it waits on
-// channels and contexts, never on sleeps; its timeouts (10s) are safety nets,
-// not measurements; it compares values after their JSON encoding; and every
+// channels and contexts, never sleeps to synchronise; its timeouts (10s)
+// are safety nets, not measurements; it compares values after their JSON
+// encoding; and every
 // agent id carries a random suffix, so that runs sharing a broker do not
 // read each other's mail. Subtests do not run in parallel.
 //
@@ -20,7 +21,10 @@
 // Request to an id no agent has fails with agency.ErrNoRecipient. Where it
 // must show that something did not happen (an unknown broadcast was not
 // answered, an agent did not receive its own broadcast), it sends a later
-// message along the same path and waits for that instead of sleeping.
+// message along the same path and waits for that instead of sleeping; two
+// tests (AfterAddBeforeActions, RequestWhileDraining) leave a window of 200
+// ms for a space to get something wrong in, which a passing space waits
+// out.
 package spacetest
 
 import (
