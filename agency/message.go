@@ -32,7 +32,8 @@ const (
 //	 "action": {"__meta__": {"id": ID, "parent_id": ParentID, ...Meta}, Action: Args}}
 //
 // (see [Message.MarshalJSON]). In memory the action name, its arguments and
-// the framework's two meta keys are fields of their own.
+// the framework's meta keys (id, parent_id, deadline, no_reply) are fields
+// of their own.
 //
 // A space may deliver the same *Message to several agents and, in process,
 // without copying it: a received message must be treated as read-only.
