@@ -115,11 +115,15 @@ func (mem *member) release(sub *subscription) {
 	_ = sub.ch.Close()
 }
 
-// start runs the consumer of sub.
-func (mem *member) start(sess *session, sub *subscription) {
+// setSub makes sub the agent's current subscription.
+func (mem *member) setSub(sub *subscription) {
 	mem.mu.Lock()
 	mem.sub, mem.last = sub, sub
 	mem.mu.Unlock()
+}
+
+// run starts the consumer of sub.
+func (mem *member) run(sess *session, sub *subscription) {
 	mem.s.wg.Add(1)
 	go mem.consume(sess, sub)
 }
@@ -146,7 +150,8 @@ func (mem *member) resubscribe(sess *session) error {
 		mem.release(sub)
 		return err
 	}
-	mem.start(sess, sub)
+	mem.setSub(sub)
+	mem.run(sess, sub)
 	return nil
 }
 

@@ -188,6 +188,9 @@ func (s *Space) join(mem *member, a *agency.Agent) (*agency.Conn, error) {
 		mem.release(sub)
 		return nil, err
 	}
+	// A Remove may come as soon as the agent is visible: it finds its
+	// subscription in place.
+	mem.setSub(sub)
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
@@ -202,7 +205,7 @@ func (s *Space) join(mem *member, a *agency.Agent) (*agency.Conn, error) {
 	}
 	mem.conn = conn
 	s.mu.Unlock()
-	mem.start(sess, sub)
+	mem.run(sess, sub)
 	return conn, nil
 }
 
