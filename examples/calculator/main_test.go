@@ -3,23 +3,20 @@ package main
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"maps"
-	"os"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	amqp "github.com/rabbitmq/amqp091-go"
 	"go.uber.org/goleak"
 
 	"github.com/seed72275b23/agency-go/agency"
 	"github.com/seed72275b23/agency-go/amqpspace"
+	"github.com/seed72275b23/agency-go/amqpspace/amqptest"
 	"github.com/seed72275b23/agency-go/space"
 )
 
@@ -257,31 +254,7 @@ func TestAMQPNoBroker(t *testing.T) {
 // unless CI=true, where it fails.
 func testConfig(t *testing.T) amqpspace.Config {
 	t.Helper()
-	cfg, err := amqpspace.ConfigFromEnv()
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := amqp.DialConfig(cfg.URL, amqp.Config{Dial: amqp.DefaultDial(3 * time.Second)})
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("CI=true and no RabbitMQ at %s: %v", redact(cfg.URL), err)
-		}
-		t.Skipf("no RabbitMQ at %s (%v): start one with `rabbitmq-server -detached`, or set AMQP_URL to one, to run this test", redact(cfg.URL), err)
-	}
-	var b [6]byte
-	_, _ = rand.Read(b[:])
-	cfg.Exchange = "calculator-test-" + hex.EncodeToString(b[:])
-	t.Cleanup(func() {
-		defer c.Close()
-		ch, err := c.Channel()
-		if err == nil {
-			err = ch.ExchangeDelete(cfg.Exchange, false, false)
-		}
-		if err != nil {
-			t.Logf("deleting exchange %s: %v", cfg.Exchange, err)
-		}
-	})
-	return cfg
+	return amqpspace.Config{URL: amqptest.URL(t), Exchange: amqptest.Exchange(t)}
 }
 
 // watchWriter collects what is written to it, from any goroutine, and
