@@ -76,25 +76,10 @@ func newWorker(t *testing.T) *worker {
 	t.Helper()
 	w := &worker{exchange: testExchange(t), logs: newLogRecorder()}
 	w.sp = newSpace(t, amqpspace.Config{Exchange: w.exchange, Logger: slog.New(w.logs)})
-	var err error
-	if w.echo, err = agency.NewAgent(randomName("Echo")); err != nil {
-		t.Fatal(err)
-	}
-	agency.Handle(w.echo, "echo", func(_ context.Context, a struct {
-		Text string `json:"text"`
-	}) (string, error) {
-		return a.Text, nil
-	})
-	if w.caller, err = agency.NewAgent(randomName("Caller")); err != nil {
-		t.Fatal(err)
-	}
+	w.echo, w.caller = newEcho(), agency.MustNewAgent(randomName("Caller"))
+	addAll(t, w.sp, w.echo, w.caller)
 	ctx, cancel := context.WithTimeout(context.Background(), wait)
 	defer cancel()
-	for _, a := range []*agency.Agent{w.echo, w.caller} {
-		if err := w.sp.Add(ctx, a); err != nil {
-			t.Fatal(err)
-		}
-	}
 	if err := w.call(ctx, "before"); err != nil {
 		t.Fatalf("request before the fault: %v", err)
 	}
@@ -330,9 +315,7 @@ func TestFaultIDTakenMeanwhile(t *testing.T) {
 	w := newWorker(t)
 	other := newSpace(t, amqpspace.Config{Exchange: w.exchange})
 	twin := agency.MustNewAgent(w.echo.ID())
-	agency.Handle(twin, "echo", func(context.Context, struct {
-		Text string `json:"text"`
-	}) (string, error) {
+	agency.Handle(twin, "echo", func(context.Context, echoArgs) (string, error) {
 		return "from the twin", nil
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

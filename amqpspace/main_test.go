@@ -1,11 +1,16 @@
 package amqpspace_test
 
 import (
+	"context"
+	"sync"
 	"testing"
+	"time"
 
 	"go.uber.org/goleak"
 
+	"github.com/seed72275b23/agency-go/agency"
 	"github.com/seed72275b23/agency-go/amqpspace/amqptest"
+	"github.com/seed72275b23/agency-go/space"
 )
 
 func TestMain(m *testing.M) {
@@ -21,3 +26,62 @@ var (
 	testExchange = amqptest.Exchange
 	newSpace     = amqptest.NewSpace
 )
+
+// wait bounds every wait of these tests: a safety net, not a measure.
+const wait = 10 * time.Second
+
+// addAll adds the agents to sp, failing the test if one cannot join.
+func addAll(t *testing.T, sp space.Space, agents ...*agency.Agent) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	for _, a := range agents {
+		if err := sp.Add(ctx, a); err != nil {
+			t.Fatalf("Add(%s): %v", a.ID(), err)
+		}
+	}
+}
+
+// echoArgs are the arguments of echo.
+type echoArgs struct {
+	Text string `json:"text"`
+}
+
+// newEcho returns an agent whose echo action answers its text.
+func newEcho() *agency.Agent {
+	a := agency.MustNewAgent(randomName("Echo"))
+	agency.Handle(a, "echo", func(_ context.Context, args echoArgs) (string, error) {
+		return args.Text, nil
+	})
+	return a
+}
+
+type addArgs struct {
+	A int `json:"a"`
+	B int `json:"b"`
+}
+
+// counter counts calls, safely from any goroutine.
+type counter struct {
+	mu sync.Mutex
+	n  int
+}
+
+func (c *counter) calls() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.n
+}
+
+// newAdder returns an agent whose add action sums its arguments and counts
+// its calls in c.
+func newAdder(prefix string, c *counter) *agency.Agent {
+	a := agency.MustNewAgent(randomName(prefix))
+	agency.Handle(a, "add", func(_ context.Context, args addArgs) (int, error) {
+		c.mu.Lock()
+		c.n++
+		c.mu.Unlock()
+		return args.A + args.B, nil
+	})
+	return a
+}

@@ -10,50 +10,33 @@ import (
 	"crypto/x509/pkix"
 	"errors"
 	"fmt"
-	"io"
 	"math/big"
 	"net"
-	"strconv"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
-
-	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/seed72275b23/agency-go/agency"
 	"github.com/seed72275b23/agency-go/amqpspace"
 )
 
-// tlsFront terminates TLS on loopback and passes the bytes on to the
-// broker's plain port: an amqps:// broker without reconfiguring RabbitMQ.
-type tlsFront struct {
-	addr     string
-	roots    *x509.CertPool
-	accepted atomic.Int32
-}
-
-func newTLSFront(t *testing.T) *tlsFront {
+// selfSigned returns a certificate for 127.0.0.1 and a pool of roots that
+// holds it.
+func selfSigned(t *testing.T) (tls.Certificate, *x509.CertPool) {
 	t.Helper()
-	uri, err := amqp.ParseURI(brokerURL(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	broker := net.JoinHostPort(uri.Host, strconv.Itoa(uri.Port))
-
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		t.Fatal(err)
 	}
 	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1),
-		Subject:      pkix.Name{CommonName: "agency-go test broker"},
-		IPAddresses:  []net.IP{net.ParseIP("127.0.0.1")},
-		NotBefore:    time.Now().Add(-time.Hour),
-		NotAfter:     time.Now().Add(time.Hour),
-		KeyUsage:     x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		IsCA:         true, BasicConstraintsValid: true,
+		SerialNumber:          big.NewInt(1),
+		Subject:               pkix.Name{CommonName: "agency-go test broker"},
+		IPAddresses:           []net.IP{net.ParseIP("127.0.0.1")},
+		NotBefore:             time.Now().Add(-time.Hour),
+		NotAfter:              time.Now().Add(time.Hour),
+		KeyUsage:              x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
+		ExtKeyUsage:           []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		IsCA:                  true,
+		BasicConstraintsValid: true,
 	}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
 	if err != nil {
@@ -63,71 +46,16 @@ func newTLSFront(t *testing.T) *tlsFront {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := &tlsFront{roots: x509.NewCertPool()}
-	f.roots.AddCert(cert)
-	ln, err := tls.Listen("tcp", "127.0.0.1:0", &tls.Config{
-		Certificates: []tls.Certificate{{Certificate: [][]byte{der}, PrivateKey: key}},
-		MinVersion:   tls.VersionTLS12,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.addr = ln.Addr().String()
-
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	var open []net.Conn
-	track := func(c net.Conn) {
-		mu.Lock()
-		open = append(open, c)
-		mu.Unlock()
-	}
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			track(c)
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				defer c.Close()
-				if err := c.(*tls.Conn).Handshake(); err != nil {
-					return // a client that does not trust us
-				}
-				f.accepted.Add(1)
-				up, err := net.Dial("tcp", broker)
-				if err != nil {
-					return
-				}
-				track(up)
-				defer up.Close()
-				done := make(chan struct{}, 2)
-				go func() { _, _ = io.Copy(up, c); done <- struct{}{} }()
-				go func() { _, _ = io.Copy(c, up); done <- struct{}{} }()
-				<-done
-			}()
-		}
-	}()
-	t.Cleanup(func() {
-		ln.Close()
-		mu.Lock()
-		for _, c := range open {
-			c.Close()
-		}
-		mu.Unlock()
-		wg.Wait()
-	})
-	return f
+	roots := x509.NewCertPool()
+	roots.AddCert(cert)
+	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}, roots
 }
 
 // With an amqps:// URL the space speaks TLS, verifying the broker with
 // Config.TLS; a broker it cannot verify is an error at construction.
 func TestTLS(t *testing.T) {
-	front := newTLSFront(t)
+	cert, roots := selfSigned(t)
+	front := newProxy(t, &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12})
 	url := fmt.Sprintf("amqps://guest:guest@%s/", front.addr)
 
 	ctx, cancel := context.WithTimeout(context.Background(), wait)
@@ -139,19 +67,9 @@ func TestTLS(t *testing.T) {
 		t.Errorf("New with an unknown certificate: %v, want ErrDisconnected", err)
 	}
 
-	sp := newSpace(t, amqpspace.Config{URL: url, Exchange: testExchange(t), TLS: &tls.Config{RootCAs: front.roots}})
-	echo := agency.MustNewAgent(randomName("Echo"))
-	agency.Handle(echo, "echo", func(_ context.Context, a struct {
-		Text string `json:"text"`
-	}) (string, error) {
-		return a.Text, nil
-	})
-	caller := agency.MustNewAgent(randomName("Caller"))
-	for _, a := range []*agency.Agent{echo, caller} {
-		if err := sp.Add(ctx, a); err != nil {
-			t.Fatal(err)
-		}
-	}
+	sp := newSpace(t, amqpspace.Config{URL: url, Exchange: testExchange(t), TLS: &tls.Config{RootCAs: roots}})
+	echo, caller := newEcho(), agency.MustNewAgent(randomName("Caller"))
+	addAll(t, sp, echo, caller)
 	got, err := agency.Call[string](ctx, caller, echo.ID(), "echo", map[string]string{"text": "over TLS"})
 	if err != nil || got != "over TLS" {
 		t.Fatalf("echo over TLS: %q, %v", got, err)

@@ -18,9 +18,6 @@ import (
 	"github.com/seed72275b23/agency-go/space"
 )
 
-// wait bounds every wait of these tests: a safety net, not a measure.
-const wait = 10 * time.Second
-
 // logRecorder is a slog.Handler that passes each record's message on.
 type logRecorder struct{ msgs chan string }
 
@@ -153,23 +150,6 @@ func (p *probe) expectSum(parent string, want int) {
 	}
 }
 
-type addArgs struct {
-	A int `json:"a"`
-	B int `json:"b"`
-}
-
-// counter is an agent action that counts its calls.
-type counter struct {
-	mu sync.Mutex
-	n  int
-}
-
-func (c *counter) calls() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.n
-}
-
 // Each kind of bad input from the wire is answered with an [error] where
 // the sender can be identified, or dropped with a log line, and the agent
 // serves the next good message.
@@ -177,35 +157,9 @@ func TestBadWireInput(t *testing.T) {
 	logs := newLogRecorder()
 	ex := testExchange(t)
 	sp := newSpace(t, amqpspace.Config{Exchange: ex, MaxMessageSize: 4096, Logger: slog.New(logs)})
-	bob, err := agency.NewAgent(randomName("Bob"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var adds counter
-	agency.Handle(bob, "add", func(_ context.Context, a addArgs) (int, error) {
-		adds.mu.Lock()
-		adds.n++
-		adds.mu.Unlock()
-		return a.A + a.B, nil
-	})
-	alice, err := agency.NewAgent(randomName("Alice"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var aliceGot counter
-	agency.Handle(alice, "add", func(_ context.Context, a addArgs) (int, error) {
-		aliceGot.mu.Lock()
-		aliceGot.n++
-		aliceGot.mu.Unlock()
-		return a.A + a.B, nil
-	})
-	ctx, cancel := context.WithTimeout(context.Background(), wait)
-	defer cancel()
-	for _, a := range []*agency.Agent{bob, alice} {
-		if err := sp.Add(ctx, a); err != nil {
-			t.Fatal(err)
-		}
-	}
+	var adds, aliceGot counter
+	bob, alice := newAdder("Bob", &adds), newAdder("Alice", &aliceGot)
+	addAll(t, sp, bob, alice)
 	p := newProbe(t, ex)
 	n := 0
 	good := func() {
@@ -435,20 +389,10 @@ func TestIDUniqueAcrossSpaces(t *testing.T) {
 func TestQueueDeletedFromOutside(t *testing.T) {
 	logs := newLogRecorder()
 	sp := newSpace(t, amqpspace.Config{Logger: slog.New(logs)})
-	echo := agency.MustNewAgent(randomName("Echo"))
-	agency.Handle(echo, "echo", func(_ context.Context, a struct {
-		Text string `json:"text"`
-	}) (string, error) {
-		return a.Text, nil
-	})
-	caller := agency.MustNewAgent(randomName("Caller"))
+	echo, caller := newEcho(), agency.MustNewAgent(randomName("Caller"))
+	addAll(t, sp, echo, caller)
 	ctx, cancel := context.WithTimeout(context.Background(), wait)
 	defer cancel()
-	for _, a := range []*agency.Agent{echo, caller} {
-		if err := sp.Add(ctx, a); err != nil {
-			t.Fatal(err)
-		}
-	}
 	conn, err := amqp.Dial(brokerURL(t))
 	if err != nil {
 		t.Fatal(err)
@@ -476,19 +420,9 @@ func TestOtherExchangeIgnored(t *testing.T) {
 	logs := newLogRecorder()
 	ex := testExchange(t)
 	sp := newSpace(t, amqpspace.Config{Exchange: ex, Logger: slog.New(logs)})
-	bob := agency.MustNewAgent(randomName("Bob"))
 	var adds counter
-	agency.Handle(bob, "add", func(_ context.Context, a addArgs) (int, error) {
-		adds.mu.Lock()
-		adds.n++
-		adds.mu.Unlock()
-		return a.A + a.B, nil
-	})
-	ctx, cancel := context.WithTimeout(context.Background(), wait)
-	defer cancel()
-	if err := sp.Add(ctx, bob); err != nil {
-		t.Fatal(err)
-	}
+	bob := newAdder("Bob", &adds)
+	addAll(t, sp, bob)
 	elsewhere := testExchange(t)
 	conn, err := amqp.Dial(brokerURL(t))
 	if err != nil {
