@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"runtime/debug"
 	"sync"
+	"sync/atomic"
 )
 
 // Router carries an agent's outgoing messages. A space gives one to each
@@ -41,6 +42,7 @@ type Conn struct {
 
 	pendingMu sync.Mutex
 	pending   map[string]pendingRequest // request id → who answers it, and where
+	waiting   atomic.Int32              // Requests under way, from await to forget
 
 	startOnce sync.Once
 	leaveOnce sync.Once
@@ -86,25 +88,64 @@ func (c *Conn) Added(ctx context.Context) {
 // agent: the message is queued, or, if it answers one of the agent's
 // requests, handed to the waiting Request at once. It returns ErrNoRecipient
 // once the agent has stopped taking messages. Safe for concurrent use.
-func (c *Conn) Deliver(m *Message) error {
+func (c *Conn) Deliver(m *Message) error { return c.DeliverFunc(m, nil) }
+
+// DeliverFunc is Deliver for a space that paces delivery: taken is called
+// once the agent has taken m, so that the space can hold m's
+// acknowledgement (and, with it, further messages) until then. That is
+// when the agent starts handling m; at once, for a message that answers a
+// waiting Request or that the agent drops; and earlier than its turn while
+// the agent waits for a response (a Request is under way), so that a
+// space that holds messages back never holds back the response behind
+// them.
+// taken runs on any goroutine and must not block for long. When
+// DeliverFunc returns an error it does not call taken.
+func (c *Conn) DeliverFunc(m *Message, taken func()) error {
+	var t *taker
+	if taken != nil {
+		t = &taker{f: taken}
+	}
 	a := c.agent
 	if m.To == Broadcast && m.From == a.id && !a.ownBroadcasts {
+		t.fire()
 		return nil
 	}
 	if m.IsResponse() {
 		if ch := c.take(m.ParentID, m.From); ch != nil {
 			ch <- m // buffered for exactly this one message
+			t.fire()
 			return nil
 		}
 		if !a.hooks.wantsResponses() {
 			a.logger.Debug("agency: dropping a response nobody waits for", "agent", a.id, "from", m.From, "parent_id", m.ParentID)
+			t.fire()
 			return nil
 		}
 	}
-	if !c.mb.put(m) {
+	if !c.mb.put(item{m: m, taken: t}) {
 		return fmt.Errorf("%w: %q is leaving the space", ErrNoRecipient, a.id)
 	}
+	if t != nil && c.waiting.Load() > 0 {
+		// The agent waits for a response: hold nothing back meanwhile.
+		// (await counts itself before it releases the queue, so that one
+		// of the two always sees the other.)
+		t.fire()
+	}
 	return nil
+}
+
+// taker calls a space's taken function once.
+type taker struct {
+	done atomic.Bool
+	f    func()
+}
+
+// fire calls the function unless it has been called; a nil taker does
+// nothing.
+func (t *taker) fire() {
+	if t != nil && t.done.CompareAndSwap(false, true) {
+		t.f()
+	}
 }
 
 // BeforeRemove runs the agent's BeforeRemove hook, once, while the agent
@@ -167,12 +208,17 @@ func (c *Conn) await(id, from string) chan *Message {
 	}
 	c.pending[id] = pendingRequest{from: from, ch: ch}
 	c.pendingMu.Unlock()
+	// The response may come behind messages a space holds back until the
+	// agent takes them: take them all now, and all that come until forget.
+	c.waiting.Add(1)
+	c.mb.release()
 	return ch
 }
 
 // forget removes the request that await registered with ch, unless a later
 // request with the same id has taken its place.
 func (c *Conn) forget(id string, ch chan *Message) {
+	c.waiting.Add(-1)
 	c.pendingMu.Lock()
 	if p, ok := c.pending[id]; ok && p.ch == ch {
 		delete(c.pending, id)
@@ -217,17 +263,18 @@ func (c *Conn) loop() {
 		if !ok {
 			break
 		}
-		for i, m := range batch {
-			batch[i] = nil
+		for _, it := range batch {
 			if sem == nil {
-				c.handle(m)
+				it.taken.fire()
+				c.handle(it.m)
 				continue
 			}
 			sem <- struct{}{}
+			it.taken.fire()
 			wg.Add(1)
 			go func() {
 				defer func() { <-sem; wg.Done() }()
-				c.handle(m)
+				c.handle(it.m)
 			}()
 		}
 		c.mb.recycle(batch)
@@ -379,20 +426,34 @@ func (c *Conn) reply(ctx context.Context, m *Message, action string, args any) e
 // mailbox is an agent's unbounded queue of incoming messages: a space never
 // blocks on a slow agent, and the agent takes what has arrived in one batch.
 type mailbox struct {
-	mu     sync.Mutex
-	queue  []*Message
-	spare  []*Message
-	closed bool
-	wake   chan struct{} // capacity 1: "the queue may have become non-empty"
+	mu       sync.Mutex
+	queue    []item
+	spare    []item
+	inflight []item // the batch the agent is working through
+	closed   bool
+	wake     chan struct{} // capacity 1: "the queue may have become non-empty"
+	held     atomic.Int64  // items queued or in flight whose taker has not fired
 }
 
-func (mb *mailbox) put(m *Message) bool {
+// item is a queued message and, from a space that paces delivery, what to
+// tell it when the agent takes the message.
+type item struct {
+	m     *Message
+	taken *taker
+}
+
+func (mb *mailbox) put(it item) bool {
 	mb.mu.Lock()
 	if mb.closed {
 		mb.mu.Unlock()
 		return false
 	}
-	mb.queue = append(mb.queue, m)
+	if it.taken != nil {
+		mb.held.Add(1)
+		f := it.taken.f
+		it.taken.f = func() { mb.held.Add(-1); f() }
+	}
+	mb.queue = append(mb.queue, it)
 	first := len(mb.queue) == 1
 	mb.mu.Unlock()
 	if first {
@@ -406,7 +467,7 @@ func (mb *mailbox) put(m *Message) bool {
 
 // take waits for messages and returns all that are queued; false once the
 // mailbox is closed and empty.
-func (mb *mailbox) take() ([]*Message, bool) {
+func (mb *mailbox) take() ([]item, bool) {
 	mb.mu.Lock()
 	for len(mb.queue) == 0 {
 		if mb.closed {
@@ -419,20 +480,40 @@ func (mb *mailbox) take() ([]*Message, bool) {
 	}
 	batch := mb.queue
 	mb.queue, mb.spare = mb.spare, nil
+	mb.inflight = batch
 	mb.mu.Unlock()
 	return batch, true
 }
 
 // recycle gives a handled batch's storage back for reuse.
-func (mb *mailbox) recycle(batch []*Message) {
-	if cap(batch) > 1024 {
-		return // let a burst's large buffer go
-	}
+func (mb *mailbox) recycle(batch []item) {
+	clear(batch) // let the messages go
 	mb.mu.Lock()
-	if mb.spare == nil {
+	mb.inflight = nil
+	if mb.spare == nil && cap(batch) <= 1024 { // let a burst's large buffer go
 		mb.spare = batch[:0]
 	}
 	mb.mu.Unlock()
+}
+
+// release fires the taker of every message queued or in flight.
+func (mb *mailbox) release() {
+	if mb.held.Load() == 0 {
+		return // a space that does not pace delivery never pays for this
+	}
+	mb.mu.Lock()
+	var fire []*taker
+	for _, list := range [2][]item{mb.inflight, mb.queue} {
+		for _, it := range list {
+			if it.taken != nil && !it.taken.done.Load() {
+				fire = append(fire, it.taken)
+			}
+		}
+	}
+	mb.mu.Unlock()
+	for _, t := range fire {
+		t.fire()
+	}
 }
 
 // close stops intake; take returns what is queued, then false.
@@ -446,9 +527,14 @@ func (mb *mailbox) close() {
 	}
 }
 
-// discard drops whatever is queued.
+// discard drops whatever is queued; a pacing space learns that it was
+// taken, to go no further.
 func (mb *mailbox) discard() {
 	mb.mu.Lock()
+	dropped := mb.queue
 	mb.queue = nil
 	mb.mu.Unlock()
+	for _, it := range dropped {
+		it.taken.fire()
+	}
 }

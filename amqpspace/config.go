@@ -50,9 +50,9 @@ type Config struct {
 	// the broker's own and refused.
 	Exchange string
 	// Prefetch bounds how many messages the broker hands each of an
-	// agent's two consumers (its own queue and its broadcast queue) before
-	// they are acknowledged (basic.qos, per consumer).
-	// 0 means DefaultPrefetch.
+	// agent's two consumers (its own queue and its broadcast queue) that
+	// the agent has not taken yet (basic.qos, per consumer): a slow
+	// agent's backlog waits in the broker. 0 means DefaultPrefetch.
 	Prefetch int
 	// Heartbeat is the AMQP heartbeat interval; a connection silent for
 	// three times as long counts as lost. 0 means DefaultHeartbeat.

@@ -13,8 +13,9 @@
 //
 // Delivery: Send and Request return once the broker has confirmed the
 // message; a Request to an id no queue is bound for fails at once with
-// agency.ErrNoRecipient. A message is acknowledged once it is in its
-// agent's hands, with Config.Prefetch bounding what is in flight.
+// agency.ErrNoRecipient. A message is acknowledged once its agent takes
+// it (starts handling it), and Config.Prefetch bounds what an agent holds
+// that it has not taken: a slow agent's backlog waits in the broker.
 //
 // Faults: a lost connection is rebuilt with backoff, and the exchange,
 // queues, bindings and consumers declared again. While the space is

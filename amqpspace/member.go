@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	amqp "github.com/rabbitmq/amqp091-go"
 
@@ -29,9 +30,15 @@ type member struct {
 	last    *subscription // the latest started, whose consumer may still run
 	leaving bool
 	left    chan struct{} // closed when the removal is over; set when it starts
-	fence   string        // token of the fence being waited for
-	fenced  chan struct{} // closed when both queues' fences have arrived
-	fences  int
+
+	// draining is set when the removal begins: from then on nothing is
+	// held back, so that the fences reach the consumer whatever the agent
+	// does meanwhile (it may be the one removing itself).
+	draining atomic.Bool
+
+	fence  string        // token of the fence being waited for
+	fenced chan struct{} // closed when both queues' fences have arrived
+	fences int
 
 	// recent remembers the latest messages handed to the agent. Their
 	// acknowledgements may be lost with a connection, and the broker then
@@ -45,9 +52,46 @@ type member struct {
 // subscription is an agent's consumer channel on one session.
 type subscription struct {
 	ch        *amqp.Channel
+	acker     amqp.Acknowledger // ch, but for tests
 	direct    <-chan amqp.Delivery
 	broadcast <-chan amqp.Delivery
 	stopped   chan struct{} // closed when the consumer goroutine has returned
+
+	ackMu sync.Mutex
+	held  map[uint64]struct{} // delivery tags handed to the agent, not yet acknowledged
+}
+
+// hold notes that the delivery with tag waits for the agent.
+func (sub *subscription) hold(tag uint64) {
+	sub.ackMu.Lock()
+	if sub.held == nil {
+		sub.held = make(map[uint64]struct{})
+	}
+	sub.held[tag] = struct{}{}
+	sub.ackMu.Unlock()
+}
+
+// ack acknowledges a held delivery, once: acknowledging a tag twice would
+// close the channel.
+func (sub *subscription) ack(tag uint64) {
+	sub.ackMu.Lock()
+	defer sub.ackMu.Unlock()
+	if _, ok := sub.held[tag]; ok {
+		delete(sub.held, tag)
+		_ = sub.acker.Ack(tag, false) // a lost one is recognised on redelivery
+	}
+}
+
+// releaseAll acknowledges every held delivery. One at a time: the broker's
+// "multiple" would also take deliveries not yet handed over, which the two
+// consumers of the channel may have overtaken.
+func (sub *subscription) releaseAll() {
+	sub.ackMu.Lock()
+	defer sub.ackMu.Unlock()
+	for tag := range sub.held {
+		_ = sub.acker.Ack(tag, false)
+	}
+	clear(sub.held)
 }
 
 func (mem *member) queues() [2]string { return [2]string{mem.id, mem.id + broadcastSuffix} }
@@ -76,7 +120,7 @@ func (mem *member) claim(sess *session) (*subscription, error) {
 		return fail(err)
 	}
 	args := amqp.Table{"x-expires": s.cfg.QueueExpiry.Milliseconds()}
-	sub := &subscription{ch: ch, stopped: make(chan struct{})}
+	sub := &subscription{ch: ch, acker: ch, stopped: make(chan struct{})}
 	for i, q := range mem.queues() {
 		if _, err := ch.QueueDeclare(q, true, false, false, false, args); err != nil {
 			return fail(err)
@@ -169,14 +213,14 @@ func (mem *member) consume(sess *session, sub *subscription) {
 				mem.consumerEnded(sess, sub)
 				continue
 			}
-			mem.ack(d, mem.receive(d, false))
+			mem.take(sub, d, false)
 		case d, ok := <-broadcast:
 			if !ok {
 				broadcast = nil
 				mem.consumerEnded(sess, sub)
 				continue
 			}
-			mem.ack(d, mem.receive(d, true))
+			mem.take(sub, d, true)
 		}
 	}
 	mem.mu.Lock()
@@ -200,10 +244,61 @@ func (mem *member) consumerEnded(sess *session, sub *subscription) {
 	}
 }
 
-// receive checks one delivery and hands it to the agent, returning the
-// message if it did. What cannot be handled is answered or logged, and
-// acknowledged all the same: requeued, it would only come back.
-func (mem *member) receive(d amqp.Delivery, broadcast bool) *agency.Message {
+// take checks one delivery and hands it to the agent. The acknowledgement
+// of a message the agent gets waits until the agent takes it (starts
+// handling it, or starts waiting for a response): with Config.Prefetch
+// unacknowledged per queue, the broker sends no more, and a backlog stays
+// in the broker's queue rather than in this process. What cannot be
+// handled is answered or logged and acknowledged at once: requeued, it
+// would only come back.
+func (mem *member) take(sub *subscription, d amqp.Delivery, broadcast bool) {
+	m := mem.check(d, broadcast)
+	if m == nil {
+		_ = d.Ack(false)
+		return
+	}
+	if mem.draining.Load() {
+		mem.hand(m)
+		_ = d.Ack(false)
+		return
+	}
+	tag := d.DeliveryTag
+	sub.hold(tag)
+	if !mem.handFunc(m, func() { sub.ack(tag) }) {
+		sub.ack(tag)
+		return
+	}
+	if mem.draining.Load() {
+		// A removal began meanwhile and may have released what was held
+		// before this one: it must not wait for the agent.
+		sub.ack(tag)
+	}
+}
+
+// hand gives m to the agent, reporting whether it took it in.
+func (mem *member) hand(m *agency.Message) bool { return mem.handFunc(m, nil) }
+
+func (mem *member) handFunc(m *agency.Message, taken func()) bool {
+	if err := mem.conn.DeliverFunc(m, taken); err != nil {
+		mem.s.log.Debug("amqpspace: dropped a message for an agent that is leaving", "agent", mem.id, "from", m.From, "action", m.Action)
+		return false
+	}
+	if mem.recent.keys == nil {
+		// The broker redelivers at most what was unacknowledged when the
+		// connection went: a prefetch window per queue.
+		mem.recent.init(2*mem.s.cfg.Prefetch + 64)
+	}
+	// If its acknowledgement is lost with the connection, the broker
+	// delivers it again after the reconnect; then it is recognised.
+	mem.recent.add(handedKey(m))
+	return true
+}
+
+// check returns the message a delivery holds, or nil when the delivery is
+// not for the agent: a fence, too large, through another exchange,
+// malformed (answered where it can be), misaddressed, forged, or a
+// redelivery of what the agent already has.
+func (mem *member) check(d amqp.Delivery, broadcast bool) *agency.Message {
 	s := mem.s
 	if d.Type == fenceType {
 		mem.sawFence(d.MessageId)
@@ -237,24 +332,7 @@ func (mem *member) receive(d amqp.Delivery, broadcast bool) *agency.Message {
 	case d.Redelivered && mem.handedBefore(m):
 		return nil
 	}
-	if err := mem.conn.Deliver(m); err != nil {
-		s.log.Debug("amqpspace: dropped a message for an agent that is leaving", "agent", mem.id, "from", m.From, "action", m.Action)
-		return nil
-	}
 	return m
-}
-
-// ack acknowledges d.
-func (mem *member) ack(d amqp.Delivery, handed *agency.Message) {
-	if handed != nil {
-		if mem.recent.keys == nil {
-			// The broker redelivers at most what was unacknowledged when
-			// the connection went: a prefetch window per queue.
-			mem.recent.init(2*mem.s.cfg.Prefetch + 64)
-		}
-		mem.recent.add(handedKey(handed))
-	}
-	_ = d.Ack(false) // if it is lost, the redelivery is recognised
 }
 
 func (mem *member) handedBefore(m *agency.Message) bool {
@@ -372,12 +450,16 @@ func (mem *member) leave(ctx context.Context) error {
 // the queues deleted.
 func (mem *member) removal(ctx context.Context) error {
 	mem.conn.BeforeRemove(ctx)
+	mem.draining.Store(true)
 
 	mem.s.topology.RLock()
 	mem.mu.Lock()
 	mem.leaving = true
 	sub := mem.sub
 	mem.mu.Unlock()
+	if sub != nil {
+		sub.releaseAll()
+	}
 	sess := mem.s.sess.Load()
 	var fenced chan struct{}
 	if sub != nil && sess != nil {

@@ -43,10 +43,13 @@ func TestRedeliverySkipped(t *testing.T) {
 	defer conn.Close(context.Background())
 	s := &Space{cfg: settings{Config: Config{Prefetch: 4, MaxMessageSize: 1 << 20}}, log: slog.New(slog.DiscardHandler)}
 	mem := &member{s: s, id: "Receiver", conn: conn}
+	sub := &subscription{acker: nopAcker{}}
+	tag := uint64(0)
 
 	delivery := func(id string, redelivered bool) amqp.Delivery {
 		body := `{"to":"Receiver","from":"Sender","action":{"__meta__":{"id":"` + id + `"},"take":{}}}`
-		return amqp.Delivery{Acknowledger: nopAcker{}, Body: []byte(body), Redelivered: redelivered}
+		tag++
+		return amqp.Delivery{Acknowledger: nopAcker{}, DeliveryTag: tag, Body: []byte(body), Redelivered: redelivered}
 	}
 	wait := func() {
 		t.Helper()
@@ -57,15 +60,15 @@ func TestRedeliverySkipped(t *testing.T) {
 		}
 	}
 	d := delivery("m-1", false)
-	mem.ack(d, mem.receive(d, false))
+	mem.take(sub, d, false)
 	wait()
 	d = delivery("m-1", true) // its acknowledgement was lost
-	mem.ack(d, mem.receive(d, false))
+	mem.take(sub, d, false)
 	d = delivery("m-2", true) // delivered before, but never handed over
-	mem.ack(d, mem.receive(d, false))
+	mem.take(sub, d, false)
 	wait()
 	d = delivery("m-3", false) // a marker: all before it has been handled
-	mem.ack(d, mem.receive(d, false))
+	mem.take(sub, d, false)
 	wait()
 	if n := handled.Load(); n != 3 {
 		t.Errorf("the action ran %d times, want 3 (m-1 once, m-2, m-3)", n)
