@@ -149,8 +149,11 @@ func (a *Agent) Send(ctx context.Context, to, action string, args any) (string, 
 
 // SendMessage is Send with the whole message in the caller's hands, for meta
 // keys such as "thoughts" or an id of the caller's choosing. It sets m.From
-// (a From naming another agent is ErrForgedSender) and m.ID when empty; the
-// space may deliver m itself, so the caller must not change it afterwards.
+// (a From naming another agent is ErrForgedSender) and m.ID when empty, and
+// m.NoReply when the agent has neither a ValueHandler nor an ErrorHandler
+// hook (responses would have nowhere to go; a NoReply the caller set is
+// kept); the space may deliver m itself, so the caller must not change it
+// afterwards.
 func (a *Agent) SendMessage(ctx context.Context, m *Message) (string, error) {
 	c, err := a.prepare(m)
 	if err != nil {

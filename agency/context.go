@@ -52,7 +52,8 @@ var errNoAction = errors.New("agency: Respond needs the context of a running act
 // Respond sends value to the sender of the message the current action is
 // handling, as a [response], in addition to the value the action returns. An
 // action may respond several times: every response reaches the sender's
-// ValueHandler, and a Request returns the first.
+// ValueHandler, and a Request returns the first. To a sender that takes no
+// responses (Message.NoReply) nothing is sent, and Respond returns nil.
 func Respond(ctx context.Context, value any) error {
 	c := fromContext(ctx)
 	if c == nil || c.msg == nil || c.msg.IsResponse() {
@@ -63,7 +64,8 @@ func Respond(ctx context.Context, value any) error {
 
 // RespondError sends err to the sender of the message the current action is
 // handling, as an [error]. An *ActionError keeps its type; any other error is
-// action_failed.
+// action_failed. To a sender that takes no responses (Message.NoReply)
+// nothing is sent, and RespondError returns nil.
 func RespondError(ctx context.Context, err error) error {
 	c := fromContext(ctx)
 	if c == nil || c.msg == nil || c.msg.IsResponse() {

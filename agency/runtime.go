@@ -405,6 +405,9 @@ func (c *Conn) fail(ctx context.Context, m *Message, ae *ActionError) {
 // the sender said it takes none.
 func (c *Conn) reply(ctx context.Context, m *Message, action string, args any) error {
 	if m.NoReply {
+		if action == ErrorAction {
+			c.agent.logger.Debug("agency: not sending an error to a sender that takes no responses", "agent", c.agent.id, "to", m.From, "action", m.Action, "error", args)
+		}
 		return nil
 	}
 	select {

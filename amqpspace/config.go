@@ -29,7 +29,7 @@ const (
 // Limits of Config's fields.
 const (
 	maxPrefetch       = 65535     // basic.qos takes a 16-bit count
-	maxMessageSize    = 512 << 20 // RabbitMQ's own ceiling
+	maxMessageSize    = 128 << 20 // RabbitMQ's default max_message_size
 	maxExchangeLength = 255
 	minQueueExpiry    = time.Second
 )
@@ -109,6 +109,9 @@ func ConfigFromEnv() (Config, error) {
 	if strings.ContainsAny(host, "/?#@ ") {
 		return Config{}, fmt.Errorf("%w: AMQP_HOST=%q is not a host name", ErrInvalidConfig, host)
 	}
+	if strings.Contains(host, ":") && net.ParseIP(host) == nil {
+		return Config{}, fmt.Errorf("%w: AMQP_HOST=%q: give the port in AMQP_PORT", ErrInvalidConfig, host)
+	}
 	u := url.URL{
 		Scheme: "amqp",
 		User:   url.UserPassword(envOr("AMQP_USERNAME", "guest"), envOr("AMQP_PASSWORD", "guest")),
@@ -176,7 +179,7 @@ func (c Config) check() (settings, error) {
 	case c.MaxMessageSize == 0:
 		c.MaxMessageSize = DefaultMaxMessageSize
 	case c.MaxMessageSize < 1024 || c.MaxMessageSize > maxMessageSize:
-		return settings{}, fmt.Errorf("%w: MaxMessageSize %d is outside 1 KiB-512 MiB", ErrInvalidConfig, c.MaxMessageSize)
+		return settings{}, fmt.Errorf("%w: MaxMessageSize %d is outside 1 KiB-128 MiB (the broker's own limit)", ErrInvalidConfig, c.MaxMessageSize)
 	}
 	switch {
 	case c.PublishTimeout == 0:

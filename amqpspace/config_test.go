@@ -36,7 +36,7 @@ func TestNewRefusesBadConfig(t *testing.T) {
 		{"heartbeat too short", amqpspace.Config{Heartbeat: time.Millisecond}, "Heartbeat"},
 		{"negative heartbeat", amqpspace.Config{Heartbeat: -time.Second}, "Heartbeat"},
 		{"message size too small", amqpspace.Config{MaxMessageSize: 10}, "MaxMessageSize"},
-		{"message size too large", amqpspace.Config{MaxMessageSize: 1 << 30}, "MaxMessageSize"},
+		{"message size too large", amqpspace.Config{MaxMessageSize: 129 << 20}, "MaxMessageSize"},
 		{"negative publish timeout", amqpspace.Config{PublishTimeout: -time.Second}, "PublishTimeout"},
 		{"queue expiry too short", amqpspace.Config{QueueExpiry: time.Millisecond}, "QueueExpiry"},
 	}
@@ -128,6 +128,7 @@ func TestConfigFromEnvRefuses(t *testing.T) {
 		{"port not a number", map[string]string{"AMQP_PORT": "amqp"}, "AMQP_PORT"},
 		{"port out of range", map[string]string{"AMQP_PORT": "70000"}, "AMQP_PORT"},
 		{"host with a path", map[string]string{"AMQP_HOST": "host/vhost"}, "AMQP_HOST"},
+		{"host with a port", map[string]string{"AMQP_HOST": "localhost:5672"}, "AMQP_PORT"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

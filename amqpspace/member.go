@@ -103,7 +103,10 @@ func (mem *member) claim(sess *session) (*subscription, error) {
 	s := mem.s
 	ch, err := sess.subConn.Channel()
 	if err != nil {
-		return nil, fmt.Errorf("%w: opening a channel: %v", ErrDisconnected, err)
+		if !sess.alive() || sess.subConn.IsClosed() {
+			return nil, fmt.Errorf("%w: opening a channel: %v", ErrDisconnected, err)
+		}
+		return nil, fmt.Errorf("amqpspace: no channel for %q (a connection carries at most 2,047, one per agent of this space): %w", mem.id, err)
 	}
 	fail := func(err error) (*subscription, error) {
 		_ = ch.Close()
@@ -301,17 +304,20 @@ func (mem *member) handFunc(m *agency.Message, taken func()) bool {
 func (mem *member) check(d amqp.Delivery, broadcast bool) *agency.Message {
 	s := mem.s
 	if d.Type == fenceType {
-		mem.sawFence(d.MessageId)
+		if d.Exchange == "" { // straight to the queue, as stopIntake sends them
+			mem.sawFence(d.MessageId)
+		}
 		return nil
 	}
 	if len(d.Body) > s.cfg.MaxMessageSize {
 		s.log.Warn("amqpspace: dropped a message over the size limit", "agent", mem.id, "bytes", len(d.Body), "limit", s.cfg.MaxMessageSize, "app_id", d.AppId)
 		return nil
 	}
-	if d.Exchange != s.cfg.Exchange && d.Exchange != "" {
+	if d.Exchange != s.cfg.Exchange {
 		// Queue names are the vhost's: a queue of this id still bound to
-		// another space's exchange is no way into this one.
-		s.log.Warn("amqpspace: dropped a message that came through another exchange", "agent", mem.id, "exchange", d.Exchange, "app_id", d.AppId)
+		// another space's exchange, or published to by name, is no way
+		// into this space. (Fences come that way, and are handled above.)
+		s.log.Warn("amqpspace: dropped a message that did not come through the space's exchange", "agent", mem.id, "exchange", d.Exchange, "app_id", d.AppId)
 		return nil
 	}
 	m, err := agency.DecodeMessage(d.Body)
@@ -444,6 +450,22 @@ func (mem *member) leave(ctx context.Context) error {
 	return mem.leaveErr
 }
 
+// gone reports whether the agent's removal is over.
+func (mem *member) gone() bool {
+	mem.mu.Lock()
+	left := mem.left
+	mem.mu.Unlock()
+	if left == nil {
+		return false
+	}
+	select {
+	case <-left:
+		return true
+	default:
+		return false
+	}
+}
+
 // removal takes the agent out: BeforeRemove while it is reachable, then no
 // new messages (its queues are unbound), then those already queued handed
 // over (a fence at the end of each queue tells when), then the drain, then
@@ -497,6 +519,12 @@ func (mem *member) removal(ctx context.Context) error {
 func (mem *member) stopIntake(ctx context.Context, sess *session, sub *subscription) chan struct{} {
 	s := mem.s
 	q := mem.queues()
+	// Answers to the running actions' requests still get in, by the
+	// leaving key; new mail, by the id, does not.
+	if err := sub.ch.QueueBind(q[0], leavingPrefix+mem.id, s.cfg.Exchange, false, nil); err != nil {
+		s.log.Warn("amqpspace: binding a leaving agent's queue for the answers it waits for", "queue", q[0], "error", err)
+		return nil
+	}
 	if err := sub.ch.QueueUnbind(q[0], mem.id, s.cfg.Exchange, nil); err != nil {
 		s.log.Warn("amqpspace: unbinding a leaving agent's queue", "queue", q[0], "error", err)
 		return nil

@@ -21,6 +21,9 @@ type proxy struct {
 
 	mu   sync.Mutex
 	gate chan struct{} // closed while traffic flows
+
+	openMu sync.Mutex
+	open   []net.Conn
 }
 
 func newProxy(t *testing.T, tlsConf *tls.Config) *proxy {
@@ -41,12 +44,10 @@ func newProxy(t *testing.T, tlsConf *tls.Config) *proxy {
 	close(p.gate)
 
 	var wg sync.WaitGroup
-	var openMu sync.Mutex
-	var open []net.Conn
 	track := func(c net.Conn) {
-		openMu.Lock()
-		open = append(open, c)
-		openMu.Unlock()
+		p.openMu.Lock()
+		p.open = append(p.open, c)
+		p.openMu.Unlock()
 	}
 	wg.Add(1)
 	go func() {
@@ -81,11 +82,7 @@ func newProxy(t *testing.T, tlsConf *tls.Config) *proxy {
 	t.Cleanup(func() {
 		p.resume()
 		ln.Close()
-		openMu.Lock()
-		for _, c := range open {
-			c.Close()
-		}
-		openMu.Unlock()
+		p.cut()
 		wg.Wait()
 	})
 	return p
@@ -110,6 +107,17 @@ func (p *proxy) pass(dst, src net.Conn) {
 			return
 		}
 	}
+}
+
+// cut closes every connection passed on so far, as a network failure
+// would.
+func (p *proxy) cut() {
+	p.openMu.Lock()
+	defer p.openMu.Unlock()
+	for _, c := range p.open {
+		c.Close()
+	}
+	p.open = nil
 }
 
 // pause stops the traffic; resume lets it flow again.

@@ -52,7 +52,7 @@ type publishing struct {
 	result   chan error // buffered: receives exactly one outcome
 }
 
-func newPublisher(ch *amqp.Channel, appID string, timeout time.Duration, stalled func(error)) *publisher {
+func newPublisher(wg *sync.WaitGroup, ch *amqp.Channel, appID string, timeout time.Duration, stalled func(error)) *publisher {
 	p := &publisher{
 		ch: ch, appID: appID, timeout: timeout, stalled: stalled,
 		requests: make(chan *publishing),
@@ -61,8 +61,9 @@ func newPublisher(ch *amqp.Channel, appID string, timeout time.Duration, stalled
 	}
 	returns := ch.NotifyReturn(make(chan amqp.Return))
 	confirms := ch.NotifyPublish(make(chan amqp.Confirmation))
-	go p.listen(returns, confirms)
-	go p.write()
+	wg.Add(2)
+	go func() { defer wg.Done(); p.listen(returns, confirms) }()
+	go func() { defer wg.Done(); p.write() }()
 	return p
 }
 

@@ -21,6 +21,8 @@ type session struct {
 	dead     chan struct{} // closed once the session has failed or was closed
 	deadOnce sync.Once
 	err      error // why; set before dead closes
+
+	wg sync.WaitGroup // the session's own goroutines: publisher and watcher
 }
 
 // dialTimeout bounds one attempt to open a TCP connection to the broker.
@@ -68,12 +70,14 @@ func (s *Space) dial() (*session, error) {
 		sess.close()
 		return nil, err
 	}
-	sess.pub = newPublisher(ch, s.token, s.cfg.PublishTimeout, sess.fail)
+	sess.pub = newPublisher(&sess.wg, ch, s.token, s.cfg.PublishTimeout, sess.fail)
 
 	pubClosed := pubConn.NotifyClose(make(chan *amqp.Error, 1))
 	subClosed := subConn.NotifyClose(make(chan *amqp.Error, 1))
 	chClosed := ch.NotifyClose(make(chan *amqp.Error, 1))
+	sess.wg.Add(1)
 	go func() {
+		defer sess.wg.Done()
 		var e *amqp.Error
 		select {
 		case e = <-pubClosed:
@@ -91,17 +95,24 @@ func (s *Space) dial() (*session, error) {
 	return sess, nil
 }
 
+// closeTimeout bounds closing a connection: a broker that has stopped
+// reading (a resource alarm) would otherwise hold the close, and a write
+// stuck in the publisher with it, for as long as the alarm lasts.
+const closeTimeout = 2 * time.Second
+
 // fail marks the session dead and closes its connections; the consumers'
 // delivery channels close with them.
 func (sess *session) fail(err error) {
 	sess.deadOnce.Do(func() {
 		sess.err = err
 		close(sess.dead)
-		sess.pubConn.Close()
-		sess.subConn.Close()
 		if sess.pub != nil {
 			sess.pub.fail(err)
 		}
+		// The consuming connection first: it is the one that frees the
+		// agents' consumers, and the publishing one may be stuck.
+		_ = sess.subConn.CloseDeadline(time.Now().Add(closeTimeout))
+		_ = sess.pubConn.CloseDeadline(time.Now().Add(closeTimeout))
 	})
 }
 
@@ -135,8 +146,9 @@ func (s *Space) supervise(sess *session) {
 		case <-s.closing:
 			return
 		}
-		s.sess.Store(nil)
+		s.sess.CompareAndSwap(sess, nil)
 		s.log.Warn("amqpspace: lost the broker; reconnecting", "error", sess.err)
+		sess.wg.Wait() // its publisher is done before the next one starts
 		lostAt := time.Now()
 		delay := backoffFirst
 		for attempt := 1; ; attempt++ {
@@ -174,9 +186,13 @@ func (s *Space) reconnect() (*session, error) {
 		return nil, ErrClosed
 	default:
 	}
+	// Publishing needs no consumers: the agents that are subscribed first
+	// can answer what waited for them while the others are.
+	s.sess.Store(sess)
 	for _, mem := range s.members() {
 		if err := mem.resubscribe(sess); err != nil {
 			if !sess.alive() {
+				s.sess.CompareAndSwap(sess, nil)
 				return nil, err
 			}
 			// The id is taken elsewhere now (another process added it
@@ -187,6 +203,5 @@ func (s *Space) reconnect() (*session, error) {
 			go s.evict(mem)
 		}
 	}
-	s.sess.Store(sess)
 	return sess, nil
 }

@@ -40,6 +40,11 @@ const broadcastKey = "__broadcast__"
 // broadcastSuffix names an agent's broadcast queue: id + broadcastSuffix.
 const broadcastSuffix = "-broadcast"
 
+// leavingPrefix makes the routing key that still reaches an agent's queue
+// while it leaves: leavingPrefix + id, for the answers its running actions
+// wait for. No id starts with "__", so no agent is bound with it.
+const leavingPrefix = "__leaving."
+
 // maxIDLength is the longest id whose broadcast queue name still fits the
 // broker's 255-byte limit.
 const maxIDLength = 255 - len(broadcastSuffix)
@@ -130,11 +135,14 @@ func NewFromEnv(ctx context.Context) (*Space, error) {
 func (s *Space) Exchange() string { return s.cfg.Exchange }
 
 // Add puts a in the space; see space.Space. The id must not be live in any
-// process on the exchange (ErrAgentExists), must leave room for its
-// broadcast queue's name (at most 245 bytes), and must neither end in
-// "-broadcast" nor be "__broadcast__", which would share another agent's
-// queue or receive every broadcast as direct mail. Without a connection to
-// the broker Add fails with ErrDisconnected.
+// process on the broker's vhost (ErrAgentExists: queue names are the
+// vhost's, whatever the exchange), must leave room for its broadcast
+// queue's name (at most 245 bytes), must not end in "-broadcast", which
+// would share another agent's queue, and must not start with "__", the
+// prefix of the space's own routing keys such as "__broadcast__". Without
+// a connection to the broker Add fails with ErrDisconnected. One process
+// holds at most about 2,000 agents per space: each consumes on a channel
+// of its own, and a connection carries 2,047.
 func (s *Space) Add(ctx context.Context, a *agency.Agent) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -220,8 +228,8 @@ func checkID(id string) error {
 	switch {
 	case len(id) > maxIDLength:
 		return fmt.Errorf("%w: %d bytes; amqpspace takes at most %d, to leave room for the %q queue", agency.ErrInvalidID, len(id), maxIDLength, broadcastSuffix)
-	case id == broadcastKey:
-		return fmt.Errorf("%w: %q is the routing key of broadcasts", agency.ErrInvalidID, id)
+	case strings.HasPrefix(id, "__"):
+		return fmt.Errorf("%w: %q: ids starting with __ are routing keys of the space's own (%q, say)", agency.ErrInvalidID, id, broadcastKey)
 	case strings.HasSuffix(id, broadcastSuffix):
 		return fmt.Errorf("%w: %q: an id ending in %q would share the broadcast queue of agent %q", agency.ErrInvalidID, id, broadcastSuffix, strings.TrimSuffix(id, broadcastSuffix))
 	}
@@ -242,6 +250,9 @@ func (s *Space) Remove(ctx context.Context, id string) error {
 	}
 	s.mu.Unlock()
 	err := mem.leave(ctx)
+	if !mem.gone() {
+		return err // a second Remove gave up waiting for the first
+	}
 	s.mu.Lock()
 	if s.agents[id] == mem {
 		delete(s.agents, id)
@@ -296,6 +307,7 @@ func (s *Space) Close(ctx context.Context) error {
 	s.topology.Lock() // no reconnect is half done
 	if sess := s.sess.Swap(nil); sess != nil {
 		sess.close()
+		sess.wg.Wait()
 	}
 	s.topology.Unlock()
 	s.wg.Wait()
@@ -344,9 +356,9 @@ func (s *Space) send(ctx context.Context, m *agency.Message) error {
 	if len(body) > s.cfg.MaxMessageSize {
 		return fmt.Errorf("%w: %d bytes encoded, limit %d (Config.MaxMessageSize)", ErrMessageTooLarge, len(body), s.cfg.MaxMessageSize)
 	}
-	if m.To == broadcastKey {
-		// No agent has that id; published, it would land in every
-		// broadcast queue.
+	if strings.HasPrefix(m.To, "__") {
+		// No agent has such an id; published, a message to
+		// "__broadcast__" would land in every broadcast queue.
 		return fmt.Errorf("%w: %q", agency.ErrNoRecipient, m.To)
 	}
 	sess := s.sess.Load()
@@ -360,10 +372,10 @@ func (s *Space) send(ctx context.Context, m *agency.Message) error {
 	msg := amqp.Publishing{ContentType: "application/json", MessageId: m.ID, Body: body}
 	err = sess.pub.publish(ctx, s.cfg.Exchange, key, mandatory, msg)
 	if errors.Is(err, agency.ErrNoRecipient) && m.IsResponse() {
-		// An agent that is leaving has unbound its queue, but its running
-		// actions still wait for their answers: straight to the queue,
-		// which lives until the agent is gone.
-		err = sess.pub.publish(ctx, "", m.To, true, msg)
+		// An agent that is leaving has unbound its id, but its running
+		// actions still wait for their answers: its queue is bound with
+		// the leaving key until it is gone.
+		err = sess.pub.publish(ctx, s.cfg.Exchange, leavingPrefix+m.To, true, msg)
 	}
 	if errors.Is(err, agency.ErrNoRecipient) {
 		return fmt.Errorf("%w: %q", agency.ErrNoRecipient, m.To)

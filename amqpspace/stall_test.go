@@ -32,13 +32,10 @@ func TestStalledBroker(t *testing.T) {
 		return true, nil
 	})
 	sender := agency.MustNewAgent(randomName("Sender"))
+	bystander := agency.MustNewAgent(randomName("Bystander"))
+	addAll(t, sp, recv, sender, bystander)
 	ctx, cancel := context.WithTimeout(context.Background(), wait)
 	defer cancel()
-	for _, a := range []*agency.Agent{recv, sender} {
-		if err := sp.Add(ctx, a); err != nil {
-			t.Fatal(err)
-		}
-	}
 
 	proxy.pause()
 	big := map[string]string{"pad": strings.Repeat("x", 8<<20)} // more than the socket buffers hold
@@ -69,6 +66,14 @@ func TestStalledBroker(t *testing.T) {
 		}
 	}
 	logs.expect(t, "lost the broker")
+	// The stuck connections are let go: removing an agent meanwhile is not
+	// held up by them.
+	rctx, rcancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer rcancel()
+	_ = sp.Remove(rctx, bystander.ID())
+	if rctx.Err() != nil {
+		t.Errorf("Remove during the stall ran until its context ended")
+	}
 	proxy.resume()
 	logs.expect(t, "reconnected")
 	if _, err := sender.Request(ctx, recv.ID(), "take", map[string]string{"pad": "x"}); err != nil {
@@ -81,4 +86,48 @@ func errString(err error) string {
 		return "no error"
 	}
 	return err.Error()
+}
+
+// Requests that wait in the agents' queues while their space reconnects
+// are answered: sending works again as soon as the connection does, not
+// only once every agent is subscribed again.
+func TestAnsweredWhileResubscribing(t *testing.T) {
+	const workers = 30
+	proxy := newProxy(t, nil)
+	logs := newLogRecorder()
+	ex := testExchange(t)
+	behind := newSpace(t, amqpspace.Config{URL: "amqp://guest:guest@" + proxy.addr + "/", Exchange: ex, Logger: slog.New(logs)})
+	direct := newSpace(t, amqpspace.Config{Exchange: ex})
+	var echoes []*agency.Agent
+	for range workers {
+		echoes = append(echoes, newEcho())
+	}
+	addAll(t, behind, echoes...)
+	caller := agency.MustNewAgent(randomName("Caller"))
+	addAll(t, direct, caller)
+
+	proxy.cut()
+	logs.expect(t, "lost the broker")
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	errs := make(chan error, workers)
+	for _, e := range echoes {
+		go func() {
+			got, err := agency.Call[string](ctx, caller, e.ID(), "echo", echoArgs{Text: e.ID()})
+			if err == nil && got != e.ID() {
+				err = errors.New("wrong answer " + got)
+			}
+			errs <- err
+		}()
+	}
+	failed := 0
+	for range workers {
+		if err := <-errs; err != nil {
+			failed++
+			t.Log(err)
+		}
+	}
+	if failed > 0 {
+		t.Errorf("%d of %d requests made during the reconnect got no answer", failed, workers)
+	}
 }

@@ -250,7 +250,7 @@ func TestUnsafeIDsRefused(t *testing.T) {
 	sp := newSpace(t, amqpspace.Config{})
 	ctx, cancel := context.WithTimeout(context.Background(), wait)
 	defer cancel()
-	for _, id := range []string{"__broadcast__", "Bob-broadcast", strings.Repeat("x", 246)} {
+	for _, id := range []string{"__broadcast__", "__leaving.Bob", "__x", "Bob-broadcast", strings.Repeat("x", 246)} {
 		a, err := agency.NewAgent(id)
 		if err != nil {
 			t.Fatalf("NewAgent(%q): %v", id, err)
@@ -441,12 +441,57 @@ func TestOtherExchangeIgnored(t *testing.T) {
 		t.Fatal(err)
 	}
 	p.request(bob.ID(), "other-1", "add", addArgs{A: 1, B: 1})
-	logs.expect(t, "came through another exchange")
+	logs.expect(t, "did not come through the space's exchange")
+	// Nor straight to the queue by its name, through the default exchange.
+	raw := fmt.Sprintf(`{"to":%q,"from":%q,"action":{"__meta__":{"id":"direct-1"},"add":{"a":1,"b":1}}}`, bob.ID(), p.id)
+	if err := p.ch.Publish("", bob.ID(), false, false, amqp.Publishing{Body: []byte(raw)}); err != nil {
+		t.Fatal(err)
+	}
+	logs.expect(t, "did not come through the space's exchange")
 
 	home := newProbe(t, ex)
 	home.request(bob.ID(), "home-1", "add", addArgs{A: 2, B: 2})
 	home.expectSum("home-1", 4)
 	if n := adds.calls(); n != 1 {
 		t.Errorf("add ran %d times, want 1 (only the message through the space's exchange)", n)
+	}
+}
+
+// An answer is routed through the space's exchange only: one to an id no
+// agent has never lands in a queue that merely has that name.
+func TestAnswersStayInTheSpace(t *testing.T) {
+	sp := newSpace(t, amqpspace.Config{})
+	a := agency.MustNewAgent(randomName("Answerer"))
+	addAll(t, sp, a)
+	conn, err := amqp.Dial(brokerURL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	ch, err := conn.Channel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	foreign := randomName("orders")
+	if _, err := ch.QueueDeclare(foreign, false, true, false, false, nil); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	for _, action := range []string{agency.ResponseAction, agency.ErrorAction} {
+		m := &agency.Message{To: foreign, ParentID: "x", Action: action, Args: "stray"}
+		if action == agency.ErrorAction {
+			m.Args = &agency.ActionError{Type: agency.ErrorActionFailed, Text: "stray"}
+		}
+		if _, err := a.SendMessage(ctx, m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	info, err := ch.QueueDeclarePassive(foreign, false, true, false, false, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.Messages != 0 {
+		t.Errorf("%d answers landed in a queue outside the space", info.Messages)
 	}
 }

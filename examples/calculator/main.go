@@ -268,7 +268,7 @@ func serveAMQP(ctx context.Context, cfg amqpspace.Config, w io.Writer) (err erro
 	}
 	if err := sp.Add(ctx, calc); err != nil {
 		if errors.Is(err, space.ErrAgentExists) {
-			return fmt.Errorf("a Calculator is already served on exchange %q: stop it first, or use another -exchange: %w", sp.Exchange(), err)
+			return fmt.Errorf("a Calculator is already served on this broker (queue names are per vhost, so on any exchange of it): stop it first: %w", err)
 		}
 		return err
 	}
