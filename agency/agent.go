@@ -159,7 +159,7 @@ func (a *Agent) SendMessage(ctx context.Context, m *Message) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if !a.hooks.wantsResponses() {
+	if !a.hooks.wantsResponses() && !m.IsResponse() {
 		// Its responses would be dropped on arrival: over a wire, not
 		// sending them halves the traffic of one-way messages.
 		m.NoReply = true
