@@ -490,9 +490,9 @@ func (mb *mailbox) take() ([]item, bool) {
 
 // recycle gives a handled batch's storage back for reuse.
 func (mb *mailbox) recycle(batch []item) {
-	clear(batch) // let the messages go
 	mb.mu.Lock()
 	mb.inflight = nil
+	clear(batch)                               // let the messages go; release reads them under mu
 	if mb.spare == nil && cap(batch) <= 1024 { // let a burst's large buffer go
 		mb.spare = batch[:0]
 	}

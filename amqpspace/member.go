@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	amqp "github.com/rabbitmq/amqp091-go"
 
@@ -40,11 +41,14 @@ type member struct {
 	fenced chan struct{} // closed when both queues' fences have arrived
 	fences int
 
-	// recent remembers the latest messages handed to the agent. Their
-	// acknowledgements may be lost with a connection, and the broker then
-	// delivers them again, flagged as redelivered: those are skipped. Only
-	// one consumer goroutine runs at a time, and only it touches recent.
-	recent recentSet
+	// The broker delivers again, flagged as redelivered, what was not
+	// acknowledged when a connection went: a message the agent has, but
+	// whose acknowledgement is held (unacked) or was sent and may have been
+	// lost with the connection (recent, the latest acknowledged). Those are
+	// skipped.
+	keysMu  sync.Mutex
+	unacked map[string]int // handed-over message → how many of its deliveries are held
+	recent  recentSet
 
 	leaveErr error // the removal's result, written before left closes
 }
@@ -55,19 +59,35 @@ type subscription struct {
 	acker     amqp.Acknowledger // ch, but for tests
 	direct    <-chan amqp.Delivery
 	broadcast <-chan amqp.Delivery
-	stopped   chan struct{} // closed when the consumer goroutine has returned
+	stopped   chan struct{}    // closed when the consumer goroutine has returned
+	acked     func(key string) // the member's record of what was acknowledged
 
 	ackMu sync.Mutex
-	held  map[uint64]struct{} // delivery tags handed to the agent, not yet acknowledged
+	held  map[uint64]heldDelivery // handed to the agent, not yet acknowledged
 }
 
-// hold notes that the delivery with tag waits for the agent.
-func (sub *subscription) hold(tag uint64) {
+// heldDelivery is a delivery whose acknowledgement waits for the agent.
+type heldDelivery struct {
+	key   string    // the message's handedKey
+	since time.Time // when it was handed over
+}
+
+// maxHold bounds how long an acknowledgement waits for the agent to take
+// its message. RabbitMQ closes a channel that holds a delivery longer than
+// its consumer_timeout (30 minutes by default); an agent busy for that
+// long (an action waiting for a human, say) gets its backlog acknowledged
+// rather than its channel closed. Backpressure lapses for that agent
+// meanwhile.
+var maxHold = 10 * time.Minute
+
+// hold notes that the delivery with tag, of the message with key, waits
+// for the agent.
+func (sub *subscription) hold(tag uint64, key string) {
 	sub.ackMu.Lock()
 	if sub.held == nil {
-		sub.held = make(map[uint64]struct{})
+		sub.held = make(map[uint64]heldDelivery)
 	}
-	sub.held[tag] = struct{}{}
+	sub.held[tag] = heldDelivery{key: key, since: time.Now()}
 	sub.ackMu.Unlock()
 }
 
@@ -75,23 +95,36 @@ func (sub *subscription) hold(tag uint64) {
 // close the channel.
 func (sub *subscription) ack(tag uint64) {
 	sub.ackMu.Lock()
-	defer sub.ackMu.Unlock()
-	if _, ok := sub.held[tag]; ok {
+	h, ok := sub.held[tag]
+	if ok {
 		delete(sub.held, tag)
 		_ = sub.acker.Ack(tag, false) // a lost one is recognised on redelivery
 	}
+	sub.ackMu.Unlock()
+	if ok {
+		sub.acked(h.key)
+	}
 }
 
-// releaseAll acknowledges every held delivery. One at a time: the broker's
-// "multiple" would also take deliveries not yet handed over, which the two
-// consumers of the channel may have overtaken.
-func (sub *subscription) releaseAll() {
+// releaseAll acknowledges every held delivery, or those held since before
+// cutoff when it is not zero. One at a time: the broker's "multiple" would
+// also take deliveries not yet handed over, which the two consumers of the
+// channel may have overtaken.
+func (sub *subscription) releaseAll(cutoff time.Time) {
+	var keys []string
 	sub.ackMu.Lock()
-	defer sub.ackMu.Unlock()
-	for tag := range sub.held {
+	for tag, h := range sub.held {
+		if !cutoff.IsZero() && h.since.After(cutoff) {
+			continue
+		}
 		_ = sub.acker.Ack(tag, false)
+		delete(sub.held, tag)
+		keys = append(keys, h.key)
 	}
-	clear(sub.held)
+	sub.ackMu.Unlock()
+	for _, k := range keys {
+		sub.acked(k)
+	}
 }
 
 func (mem *member) queues() [2]string { return [2]string{mem.id, mem.id + broadcastSuffix} }
@@ -123,7 +156,7 @@ func (mem *member) claim(sess *session) (*subscription, error) {
 		return fail(err)
 	}
 	args := amqp.Table{"x-expires": s.cfg.QueueExpiry.Milliseconds()}
-	sub := &subscription{ch: ch, acker: ch, stopped: make(chan struct{})}
+	sub := &subscription{ch: ch, acker: ch, stopped: make(chan struct{}), acked: mem.acked}
 	for i, q := range mem.queues() {
 		if _, err := ch.QueueDeclare(q, true, false, false, false, args); err != nil {
 			return fail(err)
@@ -208,8 +241,12 @@ func (mem *member) consume(sess *session, sub *subscription) {
 	defer mem.s.wg.Done()
 	defer close(sub.stopped)
 	direct, broadcast := sub.direct, sub.broadcast
+	sweep := time.NewTicker(maxHold / 4)
+	defer sweep.Stop()
 	for direct != nil || broadcast != nil {
 		select {
+		case now := <-sweep.C:
+			sub.releaseAll(now.Add(-maxHold))
 		case d, ok := <-direct:
 			if !ok {
 				direct = nil
@@ -261,12 +298,15 @@ func (mem *member) take(sub *subscription, d amqp.Delivery, broadcast bool) {
 		return
 	}
 	if mem.draining.Load() {
-		mem.hand(m)
+		if mem.hand(m) {
+			mem.acked(handedKey(m))
+		}
 		_ = d.Ack(false)
 		return
 	}
-	tag := d.DeliveryTag
-	sub.hold(tag)
+	tag, key := d.DeliveryTag, handedKey(m)
+	mem.handing(key)
+	sub.hold(tag, key)
 	if !mem.handFunc(m, func() { sub.ack(tag) }) {
 		sub.ack(tag)
 		return
@@ -286,15 +326,36 @@ func (mem *member) handFunc(m *agency.Message, taken func()) bool {
 		mem.s.log.Debug("amqpspace: dropped a message for an agent that is leaving", "agent", mem.id, "from", m.From, "action", m.Action)
 		return false
 	}
+	return true
+}
+
+// handing records that a message is handed over with its acknowledgement
+// held.
+func (mem *member) handing(key string) {
+	mem.keysMu.Lock()
+	if mem.unacked == nil {
+		mem.unacked = make(map[string]int)
+	}
+	mem.unacked[key]++
+	mem.keysMu.Unlock()
+}
+
+// acked records that the acknowledgement of a handed-over message was sent.
+// It may still be lost with the connection: the latest ones are kept.
+func (mem *member) acked(key string) {
+	mem.keysMu.Lock()
+	defer mem.keysMu.Unlock()
+	if n := mem.unacked[key]; n > 1 {
+		mem.unacked[key] = n - 1
+	} else {
+		delete(mem.unacked, key)
+	}
 	if mem.recent.keys == nil {
-		// The broker redelivers at most what was unacknowledged when the
-		// connection went: a prefetch window per queue.
+		// Acknowledgements in flight when a connection goes: at most a
+		// prefetch window per queue.
 		mem.recent.init(2*mem.s.cfg.Prefetch + 64)
 	}
-	// If its acknowledgement is lost with the connection, the broker
-	// delivers it again after the reconnect; then it is recognised.
-	mem.recent.add(handedKey(m))
-	return true
+	mem.recent.add(key)
 }
 
 // check returns the message a delivery holds, or nil when the delivery is
@@ -342,7 +403,10 @@ func (mem *member) check(d amqp.Delivery, broadcast bool) *agency.Message {
 }
 
 func (mem *member) handedBefore(m *agency.Message) bool {
-	return mem.recent.has(handedKey(m))
+	k := handedKey(m)
+	mem.keysMu.Lock()
+	defer mem.keysMu.Unlock()
+	return mem.unacked[k] > 0 || mem.recent.has(k)
 }
 
 func handedKey(m *agency.Message) string { return m.From + "\x00" + m.ID }
@@ -480,7 +544,7 @@ func (mem *member) removal(ctx context.Context) error {
 	sub := mem.sub
 	mem.mu.Unlock()
 	if sub != nil {
-		sub.releaseAll()
+		sub.releaseAll(time.Time{})
 	}
 	sess := mem.s.sess.Load()
 	var fenced chan struct{}
