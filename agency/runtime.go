@@ -492,8 +492,10 @@ func (mb *mailbox) take() ([]item, bool) {
 func (mb *mailbox) recycle(batch []item) {
 	mb.mu.Lock()
 	mb.inflight = nil
-	clear(batch)                               // let the messages go; release reads them under mu
-	if mb.spare == nil && cap(batch) <= 1024 { // let a burst's large buffer go
+	// Let the messages go (release reads the batch under mu), and a burst's
+	// large buffer too.
+	clear(batch)
+	if mb.spare == nil && cap(batch) <= 1024 {
 		mb.spare = batch[:0]
 	}
 	mb.mu.Unlock()
