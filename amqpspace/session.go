@@ -171,8 +171,8 @@ func (s *Space) supervise(sess *session) {
 }
 
 // reconnect dials a new session and re-subscribes every agent. Add and
-// Remove wait while it runs; Send and Request fail at once until the
-// session is in place.
+// Remove wait while it runs; sending works as soon as the connections are
+// up (until then Send and Request fail at once).
 func (s *Space) reconnect() (*session, error) {
 	sess, err := s.dial()
 	if err != nil {
