@@ -21,14 +21,27 @@ func (nopAcker) Ack(uint64, bool) error        { return amqp.ErrClosed }
 func (nopAcker) Nack(uint64, bool, bool) error { return amqp.ErrClosed }
 func (nopAcker) Reject(uint64, bool) error     { return amqp.ErrClosed }
 
+// newTestMember connects a to a router that drops everything, as a member
+// of a space with Prefetch 4, with a subscription whose acknowledgements
+// are lost.
+func newTestMember(t *testing.T, a *agency.Agent) (*member, *subscription) {
+	t.Helper()
+	conn, err := agency.Connect(a, agency.RouterFunc(func(context.Context, *agency.Message) error { return nil }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn.Added(context.Background())
+	t.Cleanup(func() { _ = conn.Close(context.Background()) })
+	s := &Space{cfg: settings{Config: Config{Prefetch: 4, MaxMessageSize: 1 << 20}}, log: slog.New(slog.DiscardHandler)}
+	mem := &member{s: s, id: a.ID(), conn: conn}
+	return mem, &subscription{acker: nopAcker{}, acked: mem.acked}
+}
+
 // A message the broker redelivers because its acknowledgement was lost is
 // not handed to the agent a second time; a redelivered message the agent
 // never got is.
 func TestRedeliverySkipped(t *testing.T) {
-	a, err := agency.NewAgent("Receiver")
-	if err != nil {
-		t.Fatal(err)
-	}
+	a := agency.MustNewAgent("Receiver")
 	var handled atomic.Int32
 	done := make(chan struct{}, 10)
 	agency.Handle(a, "take", func(context.Context, struct{}) (bool, error) {
@@ -36,15 +49,7 @@ func TestRedeliverySkipped(t *testing.T) {
 		done <- struct{}{}
 		return true, nil
 	})
-	conn, err := agency.Connect(a, agency.RouterFunc(func(context.Context, *agency.Message) error { return nil }))
-	if err != nil {
-		t.Fatal(err)
-	}
-	conn.Added(context.Background())
-	defer conn.Close(context.Background())
-	s := &Space{cfg: settings{Config: Config{Prefetch: 4, MaxMessageSize: 1 << 20}}, log: slog.New(slog.DiscardHandler)}
-	mem := &member{s: s, id: "Receiver", conn: conn}
-	sub := &subscription{acker: nopAcker{}, acked: mem.acked}
+	mem, sub := newTestMember(t, a)
 	tag := uint64(0)
 
 	delivery := func(id string, redelivered bool) amqp.Delivery {
@@ -99,15 +104,7 @@ func TestRedeliveryOfHeldMessage(t *testing.T) {
 		ran <- id
 		return true, nil
 	})
-	conn, err := agency.Connect(a, agency.RouterFunc(func(context.Context, *agency.Message) error { return nil }))
-	if err != nil {
-		t.Fatal(err)
-	}
-	conn.Added(context.Background())
-	defer conn.Close(context.Background())
-	s := &Space{cfg: settings{Config: Config{Prefetch: 4, MaxMessageSize: 1 << 20}}, log: slog.New(slog.DiscardHandler)}
-	mem := &member{s: s, id: "Receiver", conn: conn}
-	sub := &subscription{acker: nopAcker{}, acked: mem.acked}
+	mem, sub := newTestMember(t, a)
 	tag := uint64(0)
 	deliver := func(body string, redelivered bool) {
 		tag++
