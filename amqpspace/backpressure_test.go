@@ -14,17 +14,8 @@ import (
 )
 
 // ready returns how many messages wait in queue q on the broker.
-func ready(t *testing.T, q string) int {
+func ready(t *testing.T, ch *amqp.Channel, q string) int {
 	t.Helper()
-	conn, err := amqp.Dial(brokerURL(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	ch, err := conn.Channel()
-	if err != nil {
-		t.Fatal(err)
-	}
 	info, err := ch.QueueDeclarePassive(q, true, false, false, false, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -65,8 +56,9 @@ func TestBackpressure(t *testing.T) {
 	// The agent has taken the first message (its handler runs) and holds
 	// at most Prefetch more in its queue: the broker keeps the rest.
 	deadline := time.Now().Add(wait)
+	ch := bareChannel(t)
 	for {
-		r := ready(t, slow.ID())
+		r := ready(t, ch, slow.ID())
 		if r >= total-1-prefetch {
 			break
 		}

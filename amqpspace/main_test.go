@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	amqp "github.com/rabbitmq/amqp091-go"
 	"go.uber.org/goleak"
 
 	"github.com/seed72275b23/agency-go/agency"
@@ -84,4 +85,20 @@ func newAdder(prefix string, c *counter) *agency.Agent {
 		return args.A + args.B, nil
 	})
 	return a
+}
+
+// bareChannel returns a channel of a plain amqp091-go connection to the
+// broker, closed when the test ends: a client outside any space.
+func bareChannel(t *testing.T) *amqp.Channel {
+	t.Helper()
+	conn, err := amqp.Dial(brokerURL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = conn.Close() })
+	ch, err := conn.Channel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ch
 }

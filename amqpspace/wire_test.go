@@ -62,15 +62,7 @@ type probe struct {
 
 func newProbe(t *testing.T, exchange string) *probe {
 	t.Helper()
-	conn, err := amqp.Dial(brokerURL(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = conn.Close() })
-	ch, err := conn.Channel()
-	if err != nil {
-		t.Fatal(err)
-	}
+	ch := bareChannel(t)
 	p := &probe{t: t, id: randomName("Probe"), exchange: exchange, ch: ch}
 	q, err := ch.QueueDeclare("", false, true, true, false, nil)
 	if err != nil {
@@ -393,15 +385,7 @@ func TestQueueDeletedFromOutside(t *testing.T) {
 	addAll(t, sp, echo, caller)
 	ctx, cancel := context.WithTimeout(context.Background(), wait)
 	defer cancel()
-	conn, err := amqp.Dial(brokerURL(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	ch, err := conn.Channel()
-	if err != nil {
-		t.Fatal(err)
-	}
+	ch := bareChannel(t)
 	if _, err := ch.QueueDelete(echo.ID(), false, false, false); err != nil {
 		t.Fatal(err)
 	}
@@ -424,15 +408,7 @@ func TestOtherExchangeIgnored(t *testing.T) {
 	bob := newAdder("Bob", &adds)
 	addAll(t, sp, bob)
 	elsewhere := testExchange(t)
-	conn, err := amqp.Dial(brokerURL(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	ch, err := conn.Channel()
-	if err != nil {
-		t.Fatal(err)
-	}
+	ch := bareChannel(t)
 	if err := ch.ExchangeDeclare(elsewhere, "topic", false, false, false, false, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -463,15 +439,7 @@ func TestAnswersStayInTheSpace(t *testing.T) {
 	sp := newSpace(t, amqpspace.Config{})
 	a := agency.MustNewAgent(randomName("Answerer"))
 	addAll(t, sp, a)
-	conn, err := amqp.Dial(brokerURL(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	ch, err := conn.Channel()
-	if err != nil {
-		t.Fatal(err)
-	}
+	ch := bareChannel(t)
 	foreign := randomName("orders")
 	if _, err := ch.QueueDeclare(foreign, false, true, false, false, nil); err != nil {
 		t.Fatal(err)
