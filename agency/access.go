@@ -1,6 +1,11 @@
 package agency
 
-import "fmt"
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strings"
+)
 
 // Access is an action's access policy for one caller.
 type Access uint8
@@ -12,8 +17,11 @@ const (
 	// Denied refuses the action with permission_denied and hides it from the
 	// caller's help.
 	Denied
-	// Requested asks the receiving agent's PermissionRequester, which may take
-	// as long as a human needs. Without one, the action is denied.
+	// Requested asks the action's approver (see Approve), or else the
+	// receiving agent's PermissionRequester hooks, which may take as long as
+	// a human needs. Register refuses a Requested action that neither can
+	// approve; a call that an AccessFunc makes Requested on such an agent
+	// is denied.
 	Requested
 )
 
@@ -44,7 +52,14 @@ func (a Access) MarshalText() ([]byte, error) {
 type policy struct {
 	static   Access
 	bySender map[string]Access // nil unless set with AccessBySender
+	patterns []senderPrefix    // AccessBySender's "Prefix*" keys, longest first
 	fn       func(*Message) Access
+}
+
+// senderPrefix is the access of the senders whose id starts with prefix.
+type senderPrefix struct {
+	prefix string
+	access Access
 }
 
 func (p *policy) decide(m *Message) Access {
@@ -58,6 +73,11 @@ func (p *policy) decide(m *Message) Access {
 	case p.bySender != nil:
 		if a, ok := p.bySender[m.From]; ok {
 			return a
+		}
+		for _, r := range p.patterns {
+			if strings.HasPrefix(m.From, r.prefix) {
+				return r.access
+			}
 		}
 	}
 	return p.static
@@ -75,21 +95,38 @@ func WithAccess(a Access) ActionOption {
 
 // AccessBySender sets an action's access policy per sender id, with def for
 // every sender the map does not name.
+//
+// A key that ends in "*" names every sender whose id starts with what
+// precedes it: "Worker-*" covers "Worker-1f3a" and "Worker-eu-7", the
+// agents a program starts with random suffixes to keep their ids unique
+// across processes. ('*' is in no id, so the key cannot mean one agent.)
+// An exact id comes first, then the longest matching prefix, then def.
+// A '*' anywhere else in a key is an error, and so is the key "*" alone:
+// that is def.
 func AccessBySender(policies map[string]Access, def Access) ActionOption {
 	return func(c *actionConfig) error {
-		for id, a := range policies {
-			if a > Requested {
-				return fmt.Errorf("%w: unknown access policy %d for %q", ErrInvalidOption, a, id)
-			}
-		}
 		if def > Requested {
 			return fmt.Errorf("%w: unknown default access policy %d", ErrInvalidOption, def)
 		}
-		m := make(map[string]Access, len(policies))
-		for id, a := range policies {
-			m[id] = a
+		p := policy{static: def, bySender: make(map[string]Access, len(policies))}
+		for key, a := range policies {
+			if a > Requested {
+				return fmt.Errorf("%w: unknown access policy %d for %q", ErrInvalidOption, a, key)
+			}
+			prefix, pattern := strings.CutSuffix(key, "*")
+			switch {
+			case strings.Contains(prefix, "*"):
+				return fmt.Errorf("%w: AccessBySender key %q: '*' may only end a key, as in \"Worker-*\"", ErrInvalidOption, key)
+			case pattern && prefix == "":
+				return fmt.Errorf("%w: AccessBySender key \"*\": the access of every other sender is the default argument", ErrInvalidOption)
+			case pattern:
+				p.patterns = append(p.patterns, senderPrefix{prefix: prefix, access: a})
+			default:
+				p.bySender[key] = a
+			}
 		}
-		return c.setPolicy(policy{static: def, bySender: m})
+		slices.SortFunc(p.patterns, func(x, y senderPrefix) int { return cmp.Compare(len(y.prefix), len(x.prefix)) })
+		return c.setPolicy(p)
 	}
 }
 

@@ -147,14 +147,25 @@ func TestWithAccess(t *testing.T) {
 	h := func(_ context.Context, _ struct{}) (int, error) { runs.Add(1); return 1, nil }
 	agency.Handle(a, "open", h, agency.WithAccess(agency.Permitted))
 	agency.Handle(a, "closed", h, agency.WithAccess(agency.Denied))
-	agency.Handle(a, "ask", h, agency.WithAccess(agency.Requested))
+	// Requested with nothing to approve it is a programmer error, caught
+	// when the action is registered.
+	err := agency.Register(a, "ask", h, agency.WithAccess(agency.Requested))
+	if err == nil || !strings.Contains(err.Error(), "nothing approves") {
+		t.Errorf("Register of a Requested action without approver: %v, want an error", err)
+	}
+	err = agency.Register(a, "ask", h, agency.AccessBySender(map[string]agency.Access{"Boss": agency.Requested}, agency.Permitted))
+	if err == nil {
+		t.Error("Register of an action Requested for one sender, without approver: no error")
+	}
+	// An AccessFunc may answer Requested; with nothing to ask, it is denied.
+	agency.Handle(a, "ask", h, agency.AccessFunc(func(*agency.Message) agency.Access { return agency.Requested }))
 	user := agency.MustNewAgent("User")
 	joinLocal(t, a, user)
 	ctx := callCtx(t)
 	if _, err := user.Request(ctx, "Static", "open", nil); err != nil {
 		t.Errorf("open: %v", err)
 	}
-	_, err := user.Request(ctx, "Static", "closed", nil)
+	_, err = user.Request(ctx, "Static", "closed", nil)
 	wantDenied(t, err, "Static.closed", "User")
 	// Requested without a PermissionRequester to ask is denied.
 	_, err = user.Request(ctx, "Static", "ask", nil)

@@ -19,6 +19,7 @@ type actionConfig struct {
 	errors      map[string]string
 	examples    []any
 	help        json.RawMessage
+	approver    interface{ argType() reflect.Type } // an approverOf, set by Approve
 }
 
 func (c *actionConfig) setPolicy(p policy) error {
@@ -106,6 +107,9 @@ type action struct {
 	examples []json.RawMessage // encoded example arguments
 	// run decodes and validates args and calls the handler.
 	run func(ctx context.Context, args any) (any, error)
+	// approve, for an action given Approve, does what run does with the
+	// approver's word in between.
+	approve approval
 }
 
 // Handle registers h as the action name of agent a, with its metadata. It
@@ -124,7 +128,8 @@ func Handle[A, R any](a *Agent, name string, h func(context.Context, A) (R, erro
 // parameter, help cannot describe A or R (a type that contains itself, a
 // complex number, a channel; CustomHelp lifts this), name is reserved or
 // taken, an option is invalid or repeated, an example does not decode as an
-// A, or the agent has already joined a space.
+// A, the agent has already joined a space, or the access can be Requested
+// and nothing approves it (see [Approve]).
 func Register[A, R any](a *Agent, name string, h func(context.Context, A) (R, error), opts ...ActionOption) error {
 	if h == nil {
 		return fmt.Errorf("agency: action %q: nil handler", name)
@@ -176,11 +181,13 @@ func Register[A, R any](a *Agent, name string, h func(context.Context, A) (R, er
 			return fmt.Errorf("agency: action %q: result: %w", name, err)
 		}
 	}
+	if err := setUpApproval(a, act, h); err != nil {
+		return fmt.Errorf("agency: action %q: %w", name, err)
+	}
 	act.run = func(ctx context.Context, raw any) (any, error) {
 		var args A
 		if err := decodeArgs(info, raw, &args); err != nil {
-			return nil, newActionError(ErrorInvalidArgs, err,
-				"invalid arguments for %q: %v (send \"help\" for the argument schema)", a.id+"."+name, err)
+			return nil, invalidArgsError(a, name, err)
 		}
 		return h(ctx, args)
 	}
@@ -189,6 +196,13 @@ func Register[A, R any](a *Agent, name string, h func(context.Context, A) (R, er
 	}
 	a.actions[name] = act
 	return nil
+}
+
+// invalidArgsError is the error for arguments of the action name of a that
+// do not decode or validate.
+func invalidArgsError(a *Agent, name string, err error) *ActionError {
+	return newActionError(ErrorInvalidArgs, err,
+		"invalid arguments for %q: %v (send \"help\" for the argument schema)", a.id+"."+name, err)
 }
 
 // checkRules has the validator read the argument type's validate tags, so
@@ -208,9 +222,24 @@ func checkRules(info *typeInfo) (err error) {
 }
 
 // decodeArgs turns an incoming arguments value into *dst and validates it.
-// A value that already is a T (in process) skips decoding; anything else goes
-// through its JSON form. Failures are invalid_args errors naming each field.
+// A value that already is a T (in process) skips decoding, unless T holds
+// interface values; anything else goes through its JSON form. Failures are
+// invalid_args errors naming the bad fields.
 func decodeArgs[T any](info *typeInfo, raw any, dst *T) error {
+	switch raw.(type) {
+	case T, *T:
+		if holdsInterface(info.typ) {
+			// Its interface fields get what they would from the wire (see
+			// holdsInterface): the same in every space.
+			b, err := json.Marshal(raw)
+			if err != nil {
+				var errs argsError
+				errs.add("", "%v", err)
+				return &errs
+			}
+			raw = json.RawMessage(b)
+		}
+	}
 	switch v := raw.(type) {
 	case T:
 		*dst = v
@@ -222,11 +251,13 @@ func decodeArgs[T any](info *typeInfo, raw any, dst *T) error {
 	default:
 		b, err := argsJSON(raw)
 		if err != nil {
-			return &argsError{problems: []string{"(arguments): " + err.Error()}}
+			var errs argsError
+			errs.add("", "%v", err)
+			return &errs
 		}
 		return decodeJSONArgs(info, b, dst)
 	}
-	return validateArgs(info, dst)
+	return checkGoArgs(info, dst)
 }
 
 // argsJSON returns the JSON text of an arguments value that is not yet of the

@@ -31,7 +31,7 @@ type Agent struct {
 type Option func(*agentConfig) error
 
 type agentConfig struct {
-	hooks         *hookSet
+	hooks         []any // the values given to Hooks, in order
 	ownBroadcasts *bool
 	concurrency   int
 	logger        *slog.Logger
@@ -39,17 +39,22 @@ type agentConfig struct {
 
 // Hooks makes the agent call the hook interfaces v implements ([AfterAdder],
 // [PermissionRequester], …). v usually is the value whose methods are the
-// agent's actions.
+// agent's actions. Hooks may be given several times, with different
+// values (a tracer's, a logger's, the agent's own): each value gets the
+// events it implements, in the order the values were given, and a panic in
+// one does not keep the others from theirs. Several PermissionRequesters
+// must all agree; the first that refuses decides.
 func Hooks(v any) Option {
 	return func(c *agentConfig) error {
-		if c.hooks != nil {
-			return fmt.Errorf("%w: Hooks given twice", ErrInvalidOption)
-		}
-		h, err := resolveHooks(v)
-		if err != nil {
+		if err := checkHooks(v); err != nil {
 			return err
 		}
-		c.hooks = &h
+		for _, old := range c.hooks {
+			if sameValue(old, v) {
+				return fmt.Errorf("%w: Hooks(%T) given twice with the same value", ErrInvalidOption, v)
+			}
+		}
+		c.hooks = append(c.hooks, v)
 		return nil
 	}
 }
@@ -111,9 +116,7 @@ func NewAgent(id string, opts ...Option) (*Agent, error) {
 		}
 	}
 	a := &Agent{id: id, ownBroadcasts: true, concurrency: 1, logger: discardLogger}
-	if c.hooks != nil {
-		a.hooks = *c.hooks
-	}
+	a.hooks = resolveHooks(c.hooks)
 	if c.ownBroadcasts != nil {
 		a.ownBroadcasts = *c.ownBroadcasts
 	}
@@ -142,7 +145,14 @@ func (a *Agent) ID() string { return a.id }
 // Send sends the action to the agent with id to (or to every agent, with
 // Broadcast) and returns the message id. It does not wait for the action: its
 // responses reach the agent's ValueHandler and ErrorHandler hooks. As in the
-// actor model, sending to an id that no agent has is not an error.
+// actor model, sending to an id that no agent has is not an error for Send;
+// but where the space can tell (always in space.Local, through the broker's
+// returns in amqpspace) the agent's ErrorHandler hook receives an [error]
+// of type not_found in answer, as if from the absent id, whose error
+// matches ErrNoRecipient (and ErrNotFound) under errors.Is.
+//
+// A message sent while a trace is under way carries its traceparent (see
+// [Traceparent]).
 func (a *Agent) Send(ctx context.Context, to, action string, args any) (string, error) {
 	return a.SendMessage(ctx, &Message{To: to, Action: action, Args: args})
 }
@@ -159,15 +169,33 @@ func (a *Agent) SendMessage(ctx context.Context, m *Message) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	a.carryTrace(ctx, m)
 	if !a.hooks.wantsResponses() && !m.IsResponse() {
 		// Its responses would be dropped on arrival: over a wire, not
 		// sending them halves the traffic of one-way messages.
 		m.NoReply = true
 	}
-	if err := c.router.Route(ctx, m); err != nil && !errors.Is(err, ErrNoRecipient) {
-		return m.ID, err
+	if err := c.router.Route(ctx, m); err != nil {
+		if !errors.Is(err, ErrNoRecipient) {
+			return m.ID, err
+		}
+		c.noRecipient(m)
 	}
 	return m.ID, nil
+}
+
+// noRecipient tells the agent's ErrorHandler that m, sent point to point,
+// found no recipient. The [error] takes the agent's queue, as an answer
+// from the recipient would.
+func (c *Conn) noRecipient(m *Message) {
+	if m.To == Broadcast || m.IsResponse() || m.NoReply || c.agent.hooks.err == nil {
+		return
+	}
+	ae := newActionError(ErrorNotFound, ErrNoRecipient, "no agent %q in the space: %q was not delivered", m.To, m.Action)
+	r := &Message{To: c.agent.id, From: m.To, ID: NewID(), ParentID: m.ID, Action: ErrorAction, Args: ae}
+	if err := c.Deliver(r); err != nil {
+		c.agent.logger.Debug("agency: no recipient, and the sender is leaving", "agent", c.agent.id, "to", m.To, "action", m.Action)
+	}
 }
 
 // Request sends the action to the agent with id to and waits for the first
@@ -176,9 +204,13 @@ func (a *Agent) SendMessage(ctx context.Context, m *Message) (string, error) {
 // returned as an *ActionError (errors.Is matches ErrNotFound,
 // ErrPermissionDenied, …). ctx's deadline travels with the request
 // (Message.Deadline), so the handler's context ends when the caller stops
-// waiting. When the deadline passes first the error is a timeout
-// (errors.Is(err, ErrTimeout)); when ctx is cancelled it is ctx's error. A
-// recipient the space knows to be absent is ErrNoRecipient at once.
+// waiting, and a recipient that gets to the request after it does not run
+// it. Once the deadline has passed the error is a timeout
+// (errors.Is(err, ErrTimeout)), even for a response that came at the same
+// moment; when ctx is cancelled it is ctx's error. A recipient the space
+// knows to be absent is ErrNoRecipient at once; a space that loses the way
+// the response would come may end the wait with an error of its own (see
+// Conn.FailRequests).
 //
 // Request may be called from inside an action: responses never wait behind
 // the agent's queue.
@@ -200,6 +232,7 @@ func (a *Agent) RequestMessage(ctx context.Context, m *Message) (*Message, error
 	if err != nil {
 		return nil, err
 	}
+	a.carryTrace(ctx, m)
 	if err := ctx.Err(); err != nil {
 		return nil, requestError(ctx, m.To, m.Action)
 	}
@@ -213,10 +246,18 @@ func (a *Agent) RequestMessage(ctx context.Context, m *Message) (*Message, error
 	}
 	select {
 	case r := <-ch:
-		if err := r.Err(); err != nil {
+		if expired(ctx) {
+			// The answer came, but after the caller stopped waiting: the
+			// caller hears what it would have heard a moment earlier.
+			return nil, requestError(ctx, m.To, m.Action)
+		}
+		if r.err != nil {
+			return nil, r.err
+		}
+		if err := r.m.Err(); err != nil {
 			return nil, err
 		}
-		return r, nil
+		return r.m, nil
 	case <-ctx.Done():
 		return nil, requestError(ctx, m.To, m.Action)
 	case <-c.gone:
@@ -257,9 +298,13 @@ func Call[R any](ctx context.Context, a *Agent, to, action string, args any) (R,
 	return Value[R](r)
 }
 
-// Value returns the value a [response] message carries, as an R. A value that
-// is already an R (in process) is returned as it is; any other is converted
-// through its JSON encoding.
+// Value returns the value a [response] message carries, as an R. The
+// answer is the same in every space: a value that crossed a wire is
+// decoded from its JSON encoding, and so is, in process, a value that is
+// not an R or an R that holds interface values (R any, map[string]any,
+// []any, a struct with a field of type any): those hold what
+// encoding/json makes (map[string]any, []any, float64, string, bool, nil),
+// never the responder's own Go types. Any other R is returned as it is.
 func Value[R any](m *Message) (R, error) {
 	var r R
 	if m.Action != ResponseAction {
@@ -270,7 +315,7 @@ func Value[R any](m *Message) (R, error) {
 	}
 	// A value from the wire is a json.RawMessage, which every interface type
 	// R would hold as it is: decode it unless an R is the raw text itself.
-	if _, raw := m.Args.(json.RawMessage); !raw || reflect.TypeFor[R]() == reflect.TypeFor[json.RawMessage]() {
+	if _, raw := m.Args.(json.RawMessage); (!raw || reflect.TypeFor[R]() == reflect.TypeFor[json.RawMessage]()) && !holdsInterface(reflect.TypeFor[R]()) {
 		if v, ok := m.Args.(R); ok {
 			return v, nil
 		}

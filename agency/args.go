@@ -20,6 +20,7 @@ type typeInfo struct {
 	typ      reflect.Type
 	plan     *structPlan
 	validate bool // some field carries validator rules
+	nilable  bool // some required field, at some depth, can be nil in Go
 
 	schemaOnce sync.Once
 	schema     json.RawMessage
@@ -56,6 +57,7 @@ func typeInfoFor(t reflect.Type) (*typeInfo, error) {
 	}
 	info := &typeInfo{typ: t}
 	info.plan = buildPlan(t, map[reflect.Type]*structPlan{}, &info.validate)
+	info.nilable = info.plan.nilable(map[*structPlan]bool{})
 	v, _ := typeInfos.LoadOrStore(t, info)
 	return v.(*typeInfo), nil
 }
@@ -147,6 +149,33 @@ func (p *structPlan) add(f *fieldPlan) {
 	}
 }
 
+// nilable reports whether a value of the plan's type can hold nil in a
+// required field, at any depth: a value that JSON would encode with null
+// there, which the decoder refuses.
+func (p *structPlan) nilable(seen map[*structPlan]bool) bool {
+	if seen[p] {
+		return false
+	}
+	seen[p] = true
+	for _, f := range p.order {
+		if f.required && canBeNil(f.typ) || len(f.index) > 1 && f.required {
+			return true // a nil embedded pointer hides promoted fields too
+		}
+		if f.elem != nil && f.elem.nilable(seen) {
+			return true
+		}
+	}
+	return false
+}
+
+func canBeNil(t reflect.Type) bool {
+	switch t.Kind() {
+	case reflect.Slice, reflect.Map, reflect.Interface, reflect.Pointer:
+		return true
+	}
+	return false
+}
+
 // holdsStruct reports whether a value of type t can hold a struct that
 // encoding/json fills field by field.
 func holdsStruct(t reflect.Type, seen map[reflect.Type]bool) bool {
@@ -190,52 +219,74 @@ func hasRule(rules, name string) bool {
 	return false
 }
 
-// argsError lists every problem with one set of arguments.
+// argsError lists the problems with one set of arguments: the first
+// maxProblems by name, and how many more there are.
 type argsError struct {
-	problems []string
-	paths    []string // the fields named, for not naming one twice
+	list   problems
+	paths  map[string]bool // the fields with a problem, for not naming one twice
+	frozen bool            // paths is complete: later problems are not added to it
 }
 
+// add records a problem with the field at path. The text is formatted only
+// when it will be named.
 func (e *argsError) add(path, format string, args ...any) {
 	if path == "" {
 		path = "(arguments)"
 	}
-	e.paths = append(e.paths, path)
-	e.problems = append(e.problems, path+": "+fmt.Sprintf(format, args...))
+	e.note(path)
+	if !e.list.room() {
+		e.list.count()
+		return
+	}
+	path = elide(path, maxProblemText/3) // deep paths keep their ends
+	e.list.add(path + ": " + truncate(fmt.Sprintf(format, args...), maxProblemText-len(path)-2))
 }
 
+// note records that path has a problem.
+func (e *argsError) note(path string) {
+	if e.frozen {
+		return
+	}
+	if e.paths == nil {
+		e.paths = make(map[string]bool)
+	}
+	e.paths[path] = true
+}
+
+// empty reports whether no problem has been recorded.
+func (e *argsError) empty() bool { return e.list.n == 0 }
+
 // named reports whether path, or a field that holds it, has a problem
-// listed already.
+// recorded already. It looks up each of path's prefixes that ends a field
+// name or an index: time linear in the length of path, however many
+// problems there are.
 func (e *argsError) named(path string) bool {
-	for _, p := range e.paths {
-		if p == path || strings.HasPrefix(path, p+".") || strings.HasPrefix(path, p+"[") {
+	if e.paths[path] {
+		return true
+	}
+	for i := 0; i < len(path); i++ {
+		if (path[i] == '.' || path[i] == '[') && e.paths[path[:i]] {
 			return true
 		}
 	}
 	return false
 }
 
-func (e *argsError) Error() string { return strings.Join(e.problems, "; ") }
+func (e *argsError) Error() string { return e.list.join("; ") }
 
 // decodeJSONArgs decodes a JSON object into *dst: unknown fields, missing
 // required fields and values of the wrong type are each reported by name.
 func decodeJSONArgs[T any](info *typeInfo, raw []byte, dst *T) error {
 	var errs argsError
 	decodeObject(info.plan, raw, reflect.ValueOf(dst).Elem(), "", 0, &errs)
-	if len(errs.problems) == 0 {
+	if errs.empty() {
 		return validateArgs(info, dst)
 	}
 	// The rules of the fields that did decode are worth knowing too: a
 	// caller (an LLM above all) fixes every bad field in one go.
 	if info.validate {
-		var more argsError
-		addRuleProblems(validate.Struct(dst), &more)
-		for i, p := range more.paths {
-			if !errs.named(p) {
-				errs.paths = append(errs.paths, p)
-				errs.problems = append(errs.problems, more.problems[i])
-			}
-		}
+		errs.frozen = true // skip the fields that failed to decode, not each other
+		addRuleProblems(validate.Struct(dst), &errs, errs.named)
 	}
 	return &errs
 }
@@ -260,26 +311,23 @@ func decodeObject(p *structPlan, raw []byte, rv reflect.Value, prefix string, de
 			return
 		}
 		obj = make(map[string]json.RawMessage)
+		var unknown []string                                 // in the order given
 		_ = eachMember(raw, func(k string, v []byte) error { // valid JSON: no error
 			if _, dup := obj[k]; dup {
 				errs.add(join(prefix, k), "given twice")
+			} else if p.fields[k] == nil {
+				unknown = append(unknown, k)
 			}
 			obj[k] = v
 			return nil
 		})
-	}
-	var unknown []string
-	for k := range obj {
-		if p.fields[k] == nil {
-			unknown = append(unknown, k)
-		}
-	}
-	if len(unknown) > 0 {
-		slices.Sort(unknown)
 		for _, k := range unknown {
-			if len(p.names) == 0 {
+			switch {
+			case !errs.list.room():
+				errs.add(join(prefix, k), "")
+			case len(p.names) == 0:
 				errs.add(join(prefix, k), "unknown field; this takes no arguments")
-			} else {
+			default:
 				errs.add(join(prefix, k), "unknown field; the fields are %s", strings.Join(p.names, ", "))
 			}
 		}
@@ -334,6 +382,67 @@ func decodeObject(p *structPlan, raw []byte, rv reflect.Value, prefix string, de
 			}
 		}
 	}
+}
+
+// checkNils reports the required fields of a Go value that hold nil, as
+// decodeObject reports them missing from JSON: a nil slice, map or
+// interface encodes as null, and required means present and not null
+// whether or not the value crossed a wire.
+func checkNils(p *structPlan, rv reflect.Value, prefix string, depth int, errs *argsError) {
+	if depth > maxArgsDepth {
+		return // a Go value may hold a cycle; JSON could not encode it anyway
+	}
+	for _, name := range p.required {
+		if fv, ok := fieldIfSet(rv, p.fields[name].index); !ok || canBeNil(fv.Type()) && fv.IsNil() {
+			errs.add(join(prefix, name), "missing required field")
+		}
+	}
+	for _, f := range p.order {
+		if f.elem == nil {
+			continue
+		}
+		fv, ok := fieldIfSet(rv, f.index)
+		if !ok {
+			continue
+		}
+		path := join(prefix, f.name)
+		if !f.slice {
+			if fv.Kind() == reflect.Pointer {
+				if fv.IsNil() {
+					continue
+				}
+				fv = fv.Elem()
+			}
+			checkNils(f.elem, fv, path, depth+1, errs)
+			continue
+		}
+		for i := range fv.Len() {
+			ev := fv.Index(i)
+			if ev.Kind() == reflect.Pointer {
+				if ev.IsNil() {
+					continue
+				}
+				ev = ev.Elem()
+			}
+			checkNils(f.elem, ev, fmt.Sprintf("%s[%d]", path, i), depth+1, errs)
+		}
+	}
+}
+
+// fieldIfSet is reflect.Value.FieldByIndex that reports false where an
+// embedded pointer on the way is nil (encoding/json leaves the promoted
+// fields out then).
+func fieldIfSet(v reflect.Value, index []int) (reflect.Value, bool) {
+	for i, x := range index {
+		if i > 0 && v.Kind() == reflect.Pointer {
+			if v.IsNil() {
+				return reflect.Value{}, false
+			}
+			v = v.Elem()
+		}
+		v = v.Field(x)
+	}
+	return v, true
 }
 
 func join(prefix, name string) string {
@@ -444,6 +553,25 @@ var validate = func() *validator.Validate {
 	return v
 }()
 
+// checkGoArgs checks arguments that came as a Go value of the action's
+// type, which skipped decoding: required fields that hold nil are refused
+// as if they had crossed a wire, and then the validator rules apply.
+func checkGoArgs[T any](info *typeInfo, dst *T) error {
+	if !info.nilable {
+		return validateArgs(info, dst)
+	}
+	var errs argsError
+	checkNils(info.plan, reflect.ValueOf(dst).Elem(), "", 0, &errs)
+	if errs.empty() {
+		return validateArgs(info, dst)
+	}
+	if info.validate {
+		errs.frozen = true
+		addRuleProblems(validate.Struct(dst), &errs, errs.named)
+	}
+	return &errs
+}
+
 // validateArgs applies the validator rules of the argument type.
 func validateArgs[T any](info *typeInfo, dst *T) error {
 	if !info.validate {
@@ -454,13 +582,13 @@ func validateArgs[T any](info *typeInfo, dst *T) error {
 		return nil
 	}
 	var errs argsError
-	addRuleProblems(err, &errs)
+	addRuleProblems(err, &errs, nil)
 	return &errs
 }
 
 // addRuleProblems lists the fields a validator error names, with the rule
-// each broke.
-func addRuleProblems(err error, errs *argsError) {
+// each broke, but for those skip reports.
+func addRuleProblems(err error, errs *argsError, skip func(path string) bool) {
 	if err == nil {
 		return
 	}
@@ -473,6 +601,9 @@ func addRuleProblems(err error, errs *argsError) {
 		path := fe.Namespace()
 		if _, rest, ok := strings.Cut(path, "."); ok {
 			path = rest // drop the struct's own name
+		}
+		if skip != nil && skip(path) {
+			continue
 		}
 		rule := fe.Tag()
 		if fe.Param() != "" {

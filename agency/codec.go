@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -93,7 +92,7 @@ func (m *Message) encodeArgs() ([]byte, error) {
 		return json.Marshal(struct {
 			Type ErrorType `json:"type"`
 			Text string    `json:"error"`
-		}{ae.Type, ae.Text})
+		}{ae.Type, limitErrorText(ae.Text)})
 	}
 	return encodeArgsObject(m.Args)
 }
@@ -204,7 +203,7 @@ func checkArgsShape(args any) error {
 				return fmt.Errorf("%w: args: invalid JSON %.40q", ErrMalformedMessage, t)
 			}
 			if k, dup := duplicateKey(t); dup {
-				return fmt.Errorf("%w: args give %q twice", ErrMalformedMessage, k)
+				return fmt.Errorf("%w: args give %s twice", ErrMalformedMessage, quote(k))
 			}
 			return nil
 		}
@@ -253,7 +252,7 @@ func (m *Message) UnmarshalJSON(data []byte) error {
 		return fmt.Errorf("%w: a message is a JSON object, not %s", ErrMalformedMessage, jsonKindOf(data))
 	}
 	var to, from, action []byte
-	var unknown []string
+	var unknown problems
 	err := eachMember(data, func(key string, raw []byte) error {
 		var slot *[]byte
 		switch key {
@@ -264,7 +263,7 @@ func (m *Message) UnmarshalJSON(data []byte) error {
 		case "action":
 			slot = &action
 		default:
-			unknown = append(unknown, strconv.Quote(key))
+			unknown.add(quote(key))
 			return nil
 		}
 		if *slot != nil {
@@ -276,10 +275,9 @@ func (m *Message) UnmarshalJSON(data []byte) error {
 	if err != nil {
 		return err
 	}
-	if len(unknown) > 0 {
-		slices.Sort(unknown)
+	if unknown.n > 0 {
 		return fmt.Errorf("%w: unknown key %s; a message has only \"to\", \"from\" and \"action\"",
-			ErrMalformedMessage, strings.Join(unknown, ", "))
+			ErrMalformedMessage, unknown.join(", "))
 	}
 	var out Message
 	if out.To, err = topString(to, "to"); err != nil {
@@ -301,7 +299,10 @@ func (m *Message) UnmarshalJSON(data []byte) error {
 		return fmt.Errorf("%w: from: %v", ErrMalformedMessage, err)
 	}
 	var meta, args []byte
-	var names []string
+	var first string
+	var count int
+	var names problems       // from the second name on
+	var seen map[string]bool // made at the second name: one is the rule
 	err = eachMember(action, func(key string, raw []byte) error {
 		if key == metaKey {
 			if meta != nil {
@@ -310,26 +311,35 @@ func (m *Message) UnmarshalJSON(data []byte) error {
 			meta = raw
 			return nil
 		}
-		if slices.Contains(names, key) {
-			return fmt.Errorf("%w: action %q given twice", ErrMalformedMessage, key)
+		switch {
+		case count == 0:
+			first, args = key, raw
+		case seen == nil && key != first:
+			seen = map[string]bool{first: true, key: true}
+			names.add(truncate(first, maxQuoted)) // listed only when wrong
+			names.add(truncate(key, maxQuoted))
+		case seen == nil || seen[key]:
+			return fmt.Errorf("%w: action %s given twice", ErrMalformedMessage, quote(key))
+		default:
+			seen[key] = true
+			names.add(truncate(key, maxQuoted))
 		}
-		names = append(names, key)
-		args = raw
+		count++
 		return nil
 	})
 	if err != nil {
 		return err
 	}
-	switch len(names) {
+	switch count {
 	case 0:
 		return fmt.Errorf("%w: the action object names no action", ErrMalformedMessage)
 	case 1:
 	default:
-		slices.Sort(names)
+		slices.Sort(names.items)
 		return fmt.Errorf("%w: the action object names %d actions (%s); a message carries exactly one",
-			ErrMalformedMessage, len(names), strings.Join(names, ", "))
+			ErrMalformedMessage, names.n, names.join(", "))
 	}
-	out.Action = names[0]
+	out.Action = first
 	if err := validateActionName(out.Action); err != nil {
 		return fmt.Errorf("%w: %v", ErrMalformedMessage, err)
 	}
@@ -345,53 +355,87 @@ func (m *Message) UnmarshalJSON(data []byte) error {
 	return nil
 }
 
+// decodeMeta reads __meta__: the framework's keys into their fields, the
+// others into Meta. The walk reads the framework's keys as they are, and
+// decodes only the others into Go values, for a map only when there are
+// any.
 func (m *Message) decodeMeta(raw json.RawMessage) error {
 	if isNull(raw) {
 		return nil
 	}
-	var meta map[string]any
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber() // numbers travel unchanged, not rounded through float64
-	if err := dec.Decode(&meta); err != nil {
+	if raw[0] != '{' {
 		return fmt.Errorf("%w: __meta__ must be an object, not %s", ErrMalformedMessage, jsonKindOf(raw))
 	}
-	for _, k := range []string{"id", "parent_id"} {
-		v, ok := meta[k]
-		if !ok {
-			continue
+	var meta map[string]any
+	err := eachMember(raw, func(k string, v []byte) error { // valid JSON: eachMember fails only as f does
+		switch k {
+		case "id", "parent_id":
+			if v[0] != '"' {
+				return fmt.Errorf("%w: __meta__.%s must be a string", ErrMalformedMessage, k)
+			}
+			s, err := unquote(v)
+			if err != nil {
+				return err
+			}
+			if k == "id" {
+				m.ID = s
+			} else {
+				m.ParentID = s
+			}
+		case "deadline":
+			var t time.Time
+			err := errors.New("not a string")
+			if v[0] == '"' {
+				var s string
+				if s, err = unquote(v); err == nil {
+					t, err = time.Parse(time.RFC3339Nano, s)
+				}
+			}
+			if err != nil {
+				return fmt.Errorf("%w: __meta__.deadline must be an RFC 3339 time, not %s", ErrMalformedMessage, truncate(metaText(v), maxQuoted))
+			}
+			m.Deadline = t
+		case "no_reply":
+			switch string(v) {
+			case "true":
+				m.NoReply = true
+			case "false":
+				m.NoReply = false
+			default:
+				return fmt.Errorf("%w: __meta__.no_reply must be a boolean, not %s", ErrMalformedMessage, truncate(metaText(v), maxQuoted))
+			}
+		default:
+			var x any
+			dec := json.NewDecoder(bytes.NewReader(v))
+			dec.UseNumber() // numbers travel unchanged, not rounded through float64
+			if err := dec.Decode(&x); err != nil {
+				return fmt.Errorf("%w: __meta__.%s: %v", ErrMalformedMessage, quote(k), err)
+			}
+			if meta == nil {
+				meta = make(map[string]any)
+			}
+			meta[k] = x
 		}
-		s, ok := v.(string)
-		if !ok {
-			return fmt.Errorf("%w: __meta__.%s must be a string", ErrMalformedMessage, k)
-		}
-		if k == "id" {
-			m.ID = s
-		} else {
-			m.ParentID = s
-		}
-		delete(meta, k)
-	}
-	if v, ok := meta["deadline"]; ok {
-		s, _ := v.(string)
-		t, err := time.Parse(time.RFC3339Nano, s)
-		if err != nil {
-			return fmt.Errorf("%w: __meta__.deadline must be an RFC 3339 time, not %v", ErrMalformedMessage, v)
-		}
-		m.Deadline = t
-		delete(meta, "deadline")
-	}
-	if v, ok := meta["no_reply"]; ok {
-		b, ok := v.(bool)
-		if !ok {
-			return fmt.Errorf("%w: __meta__.no_reply must be a boolean, not %v", ErrMalformedMessage, v)
-		}
-		m.NoReply = b
-		delete(meta, "no_reply")
+		return nil
+	})
+	if err != nil {
+		return err
 	}
 	if len(meta) > 0 {
 		m.Meta = meta
 	}
 	return nil
+}
+
+// metaText is a meta value as an error shows it: a string's text, or the
+// JSON of anything else.
+func metaText(v []byte) string {
+	if v[0] == '"' {
+		if s, err := unquote(v); err == nil {
+			return s
+		}
+	}
+	return string(v)
 }
 
 func (m *Message) decodeArgs(raw json.RawMessage) error {
@@ -429,7 +473,7 @@ func (m *Message) decodeArgs(raw json.RawMessage) error {
 		m.Args = &ActionError{Type: ErrorType(*e.Type), Text: e.Text}
 	default:
 		if k, dup := duplicateKey(raw); dup {
-			return fmt.Errorf("%w: the arguments of %q give %q twice", ErrMalformedMessage, m.Action, k)
+			return fmt.Errorf("%w: the arguments of %q give %s twice", ErrMalformedMessage, m.Action, quote(k))
 		}
 		if raw != nil {
 			m.Args = raw
@@ -523,13 +567,31 @@ func duplicateKey(obj []byte) (string, bool) {
 	if len(obj) == 0 || obj[0] != '{' {
 		return "", false
 	}
-	var seen []string // arguments are small: a slice beats a map
+	// Arguments are mostly small, and a slice beats a map for them; a map
+	// takes over past a few keys, so that many keys cost linear time.
+	const few = 16
+	var small []string
+	var large map[string]bool
 	var dup string
 	_ = eachMember(obj, func(k string, _ []byte) error {
-		if dup == "" && slices.Contains(seen, k) {
+		switch {
+		case dup != "":
+		case large != nil:
+			if large[k] {
+				dup = k
+			}
+			large[k] = true
+		case slices.Contains(small, k):
 			dup = k
+		case len(small) < few:
+			small = append(small, k)
+		default:
+			large = make(map[string]bool, 2*few)
+			for _, s := range small {
+				large[s] = true
+			}
+			large[k] = true
 		}
-		seen = append(seen, k)
 		return nil
 	})
 	return dup, dup != ""

@@ -12,7 +12,8 @@ import (
 	"github.com/seed72275b23/agency-go/agency"
 )
 
-// codecAddArgs is the argument struct of DESIGN.md's wire example.
+// codecAddArgs is the argument struct of the wire format's example,
+// {"to": "Calculator", "from": "User", "action": {"add": {"a": 1, "b": 2}}}.
 type codecAddArgs struct {
 	A int `json:"a"`
 	B int `json:"b"`
@@ -367,6 +368,10 @@ func TestDecodeMessageRejectsMalformed(t *testing.T) {
 		{"id number", wireText(`"A"`, `"B"`, `{"__meta__":{"id":7},"add":{}}`), []string{"__meta__.id must be a string"}},
 		{"id null", wireText(`"A"`, `"B"`, `{"__meta__":{"id":null},"add":{}}`), []string{"__meta__.id must be a string"}},
 		{"parent_id object", wireText(`"A"`, `"B"`, `{"__meta__":{"parent_id":{}},"add":{}}`), []string{"__meta__.parent_id must be a string"}},
+		{"deadline number", wireText(`"A"`, `"B"`, `{"__meta__":{"deadline":5},"add":{}}`), []string{"__meta__.deadline must be an RFC 3339 time, not 5"}},
+		{"deadline not a time", wireText(`"A"`, `"B"`, `{"__meta__":{"deadline":"soon"},"add":{}}`), []string{"__meta__.deadline must be an RFC 3339 time, not soon"}},
+		{"no_reply string", wireText(`"A"`, `"B"`, `{"__meta__":{"no_reply":"yes"},"add":{}}`), []string{"__meta__.no_reply must be a boolean, not yes"}},
+		{"no_reply 1", wireText(`"A"`, `"B"`, `{"__meta__":{"no_reply":1},"add":{}}`), []string{"__meta__.no_reply must be a boolean, not 1"}},
 		{"error without type", wireText(`"A"`, `"B"`, `{"[error]":{"error":"x"}}`), []string{`[error] without a "type"`}},
 		{"error empty type", wireText(`"A"`, `"B"`, `{"[error]":{"type":"","error":"x"}}`), []string{`[error] without a "type"`}},
 		{"error null", wireText(`"A"`, `"B"`, `{"[error]":null}`), []string{`[error] without a "type"`}},

@@ -2,6 +2,7 @@ package agency_test
 
 import (
 	"context"
+	"errors"
 	"sync/atomic"
 	"testing"
 
@@ -37,5 +38,47 @@ func TestConnBeforeRemoveOnce(t *testing.T) {
 		if n := hook.n.Load(); n != 1 {
 			t.Errorf("early=%v: the hook ran %d times, want 1", early, n)
 		}
+	}
+}
+
+// FailRequests ends the Requests waiting for their responses with the
+// space's error, at once; a Request made afterwards waits for its response
+// as usual.
+func TestConnFailRequests(t *testing.T) {
+	sent := make(chan *agency.Message, 2)
+	a := agency.MustNewAgent("Asker")
+	c, err := agency.Connect(a, agency.RouterFunc(func(_ context.Context, m *agency.Message) error {
+		sent <- m
+		return nil
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Added(context.Background())
+	t.Cleanup(func() { _ = c.Close(context.Background()) })
+
+	lost := errors.New("the way back is lost")
+	errs := make(chan error, 1)
+	go func() {
+		_, err := a.Request(callCtx(t), "Other", "ask", nil)
+		errs <- err
+	}()
+	<-sent // the request is out, and waits
+	c.FailRequests(lost)
+	if err := <-errs; !errors.Is(err, lost) {
+		t.Fatalf("Request after FailRequests: %v, want the space's error", err)
+	}
+
+	answers := make(chan *agency.Message, 1)
+	go func() {
+		m, _ := a.Request(callCtx(t), "Other", "ask", nil)
+		answers <- m
+	}()
+	req := <-sent
+	if err := c.Deliver(&agency.Message{To: "Asker", From: "Other", ID: "r", ParentID: req.ID, Action: agency.ResponseAction, Args: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if m := <-answers; m == nil || m.ParentID != req.ID {
+		t.Fatalf("a request made after FailRequests returned %v, want its response", m)
 	}
 }

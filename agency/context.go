@@ -74,6 +74,5 @@ func RespondError(ctx context.Context, err error) error {
 	if err == nil {
 		return fmt.Errorf("agency: RespondError(nil)")
 	}
-	ae := asActionError(err)
-	return c.conn.reply(ctx, c.msg, ErrorAction, &ActionError{Type: ae.Type, Text: ae.Text})
+	return c.conn.reply(ctx, c.msg, ErrorAction, asActionError(err))
 }

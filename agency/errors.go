@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 )
 
 // Errors callers branch on. An [error] received from another agent turns back
@@ -63,7 +64,9 @@ func (t ErrorType) sentinel() error {
 // ActionError is the error an action's caller receives: the payload of an
 // [error] message. It matches the sentinel of its type under errors.Is, and
 // unwraps to the local cause where there is one (a context error for a
-// timeout, the handler's error on the agent that ran it).
+// timeout, the handler's error on the agent that ran it). The text the
+// framework sends is at most 4 KiB, cut if need be; about bad input it
+// names at most the first 10 problems, and how many more there are.
 type ActionError struct {
 	Type ErrorType // one of the Error* constants
 	Text string    // what went wrong and how to call correctly
@@ -98,18 +101,30 @@ func asActionError(err error) *ActionError {
 	}
 	for _, t := range []ErrorType{ErrorNotFound, ErrorPermissionDenied, ErrorInvalidArgs, ErrorTimeout} {
 		if errors.Is(err, t.sentinel()) {
-			return &ActionError{Type: t, Text: err.Error(), cause: err}
+			return &ActionError{Type: t, Text: trimSentinel(t, err), cause: err}
 		}
 	}
-	return &ActionError{Type: ErrorActionFailed, Text: err.Error(), cause: err}
+	return &ActionError{Type: ErrorActionFailed, Text: trimSentinel(ErrorActionFailed, err), cause: err}
 }
 
 // requestError maps a context's end to the error Request returns: a deadline
 // is a timeout, a cancellation is the context's own error.
 func requestError(ctx context.Context, to, action string) error {
 	err := ctx.Err()
-	if errors.Is(err, context.DeadlineExceeded) {
-		return newActionError(ErrorTimeout, err, "no response from %q to %q before the deadline", to, action)
+	if err == nil || errors.Is(err, context.DeadlineExceeded) {
+		// nil: the deadline has passed, and the context's timer has yet
+		// to say so.
+		return newActionError(ErrorTimeout, context.DeadlineExceeded, "no response from %q to %q before the deadline", to, action)
 	}
 	return err
+}
+
+// expired reports whether ctx has ended or its deadline has passed, even
+// when the context's own timer has not fired yet.
+func expired(ctx context.Context) bool {
+	if ctx.Err() != nil {
+		return true
+	}
+	dl, ok := ctx.Deadline()
+	return ok && !time.Now().Before(dl)
 }

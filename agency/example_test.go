@@ -195,6 +195,14 @@ func ExampleAgent_Send() {
 		log.Fatal(err)
 	}
 
+	// Sending to an id that no agent has is not an error for Send, but the
+	// space tells the sender's ErrorHandler.
+	_, err := user.Send(ctx, "Nobody", "add", Addends{})
+	fmt.Println("send to Nobody:", err)
+	m := <-got
+	fmt.Println(m.Action, m.From, m.Err())
+	fmt.Println(errors.Is(m.Err(), agency.ErrNoRecipient))
+
 	id, err := user.Send(ctx, "Calculator", "add", Addends{A: 1, B: 2})
 	if err != nil {
 		log.Fatal(err)
@@ -202,18 +210,16 @@ func ExampleAgent_Send() {
 	if _, err := user.Send(ctx, "Calculator", "mul", Addends{A: 1, B: 2}); err != nil {
 		log.Fatal(err)
 	}
-	// Sending to an id that no agent has is not an error.
-	_, err = user.Send(ctx, "Nobody", "add", Addends{})
-	fmt.Println("send to Nobody:", err)
-
 	// The Calculator handles its messages in order, so the answers come in order.
-	m := <-got
+	m = <-got
 	sum, err := agency.Value[float64](m)
 	fmt.Println(m.Action, m.ParentID == id, sum, err)
 	m = <-got
 	fmt.Println(m.Action, m.Err())
 	// Output:
 	// send to Nobody: <nil>
+	// [error] Nobody not_found: no agent "Nobody" in the space: "add" was not delivered
+	// true
 	// [response] true 3 <nil>
 	// [error] not_found: "Calculator" has no action "mul"; send it "help" to list the actions it offers
 }

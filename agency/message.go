@@ -43,7 +43,7 @@ type Message struct {
 
 	ID       string         // __meta__.id: unique per message, set on send unless given
 	ParentID string         // __meta__.parent_id: on a response, the id it answers
-	Deadline time.Time      // __meta__.deadline: when the sender stops waiting; Request sets it from its ctx
+	Deadline time.Time      // __meta__.deadline: when the sender stops waiting (Request sets it from its ctx); the recipient does not run a message whose deadline has passed
 	NoReply  bool           // __meta__.no_reply: the sender takes no responses, so none is sent; Send sets it for an agent without ValueHandler or ErrorHandler
 	Meta     map[string]any // every other __meta__ key, carried unchanged
 
@@ -134,7 +134,7 @@ func validateRegisterable(name string) error {
 	case name == HelpAction || name == ResponseAction || name == ErrorAction:
 		return fmt.Errorf("%w: %q is reserved", ErrInvalidActionName, name)
 	case strings.HasPrefix(name, "[") || strings.HasPrefix(name, "__"):
-		return fmt.Errorf("%w: %q: names starting with \"[\" or \"__\" are reserved", ErrInvalidActionName, name)
+		return fmt.Errorf("%w: %s: names starting with \"[\" or \"__\" are reserved", ErrInvalidActionName, quote(name))
 	case len(name) > 255:
 		return fmt.Errorf("%w: %d bytes long, the limit is 255", ErrInvalidActionName, len(name))
 	case !utf8.ValidString(name):

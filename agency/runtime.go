@@ -7,6 +7,7 @@ import (
 	"runtime/debug"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // Router carries an agent's outgoing messages. A space gives one to each
@@ -43,6 +44,7 @@ type Conn struct {
 	pendingMu sync.Mutex
 	pending   map[string]pendingRequest // request id → who answers it, and where
 	waiting   atomic.Int32              // Requests under way, from await to forget
+	surveys   sync.Map                  // survey id → *collector, while Survey runs
 
 	startOnce sync.Once
 	leaveOnce sync.Once
@@ -112,7 +114,11 @@ func (c *Conn) DeliverFunc(m *Message, taken func()) error {
 	}
 	if m.IsResponse() {
 		if ch := c.take(m.ParentID, m.From); ch != nil {
-			ch <- m // buffered for exactly this one message
+			ch <- answer{m: m} // buffered for exactly this one answer
+			t.fire()
+			return nil
+		}
+		if c.collect(m) {
 			t.fire()
 			return nil
 		}
@@ -194,14 +200,21 @@ func (c *Conn) Close(ctx context.Context) error {
 
 // pendingRequest is a Request waiting for its first response.
 type pendingRequest struct {
-	from string        // the recipient: only its response answers the request
-	ch   chan *Message // buffered for exactly that one response
+	from string      // the recipient: only its response answers the request
+	ch   chan answer // buffered for exactly one answer
+}
+
+// answer ends a pending Request: its first response, or the error that
+// came instead (see FailRequests).
+type answer struct {
+	m   *Message
+	err error
 }
 
 // await registers a request id, sent to the agent with id from, whose first
 // response the caller will read from the returned channel.
-func (c *Conn) await(id, from string) chan *Message {
-	ch := make(chan *Message, 1)
+func (c *Conn) await(id, from string) chan answer {
+	ch := make(chan answer, 1)
 	c.pendingMu.Lock()
 	if c.pending == nil {
 		c.pending = make(map[string]pendingRequest)
@@ -217,7 +230,7 @@ func (c *Conn) await(id, from string) chan *Message {
 
 // forget removes the request that await registered with ch, unless a later
 // request with the same id has taken its place.
-func (c *Conn) forget(id string, ch chan *Message) {
+func (c *Conn) forget(id string, ch chan answer) {
 	c.waiting.Add(-1)
 	c.pendingMu.Lock()
 	if p, ok := c.pending[id]; ok && p.ch == ch {
@@ -226,10 +239,24 @@ func (c *Conn) forget(id string, ch chan *Message) {
 	c.pendingMu.Unlock()
 }
 
+// FailRequests makes every Request of the agent that is waiting for its
+// response return err at once. A space calls it when the way those
+// responses come has broken (a wire space's connection was lost), rather
+// than let each caller wait out its deadline for an answer that may never
+// come. Requests made afterwards are not affected. Safe for concurrent use.
+func (c *Conn) FailRequests(err error) {
+	c.pendingMu.Lock()
+	defer c.pendingMu.Unlock()
+	for id, p := range c.pending {
+		p.ch <- answer{err: err} // still pending, so nothing was sent on ch
+		delete(c.pending, id)
+	}
+}
+
 // take removes and returns the channel waiting for a response to id from
 // the agent with id from. A response from any other agent answers nothing:
 // no agent can slip its own answer into another's Request.
-func (c *Conn) take(id, from string) chan *Message {
+func (c *Conn) take(id, from string) chan answer {
 	if id == "" {
 		return nil
 	}
@@ -263,7 +290,13 @@ func (c *Conn) loop() {
 		if !ok {
 			break
 		}
-		for _, it := range batch {
+		for i := range batch {
+			it := batch[i]
+			// A handled message is let go at once, not with the batch: a
+			// space that bounds the bytes it holds (amqpspace) counts them
+			// free once taken, and a long batch of large messages would
+			// otherwise stay in memory behind the new ones.
+			batch[i].m = nil // release reads only taken
 			if sem == nil {
 				it.taken.fire()
 				c.handle(it.m)
@@ -292,7 +325,17 @@ func (c *Conn) handle(m *Message) {
 		base, cancel = context.WithDeadline(base, m.Deadline)
 		defer cancel()
 	}
+	if a.hooks.trace != nil {
+		base = c.extractTrace(base, m)
+	}
 	ctx := &actionContext{Context: base, conn: c, msg: m}
+	if !m.IsResponse() && !m.Deadline.IsZero() && !time.Now().Before(m.Deadline) {
+		// Its sender has stopped waiting: running it now would act for
+		// no one (and, queued behind a backlog, long after the fact). Nor
+		// is there anyone to answer.
+		a.logger.Debug("agency: dropping a message whose deadline has passed", "agent", a.id, "from", m.From, "action", m.Action, "deadline", m.Deadline)
+		return
+	}
 	switch m.Action {
 	case ResponseAction:
 		if h := a.hooks.value; h != nil {
@@ -317,19 +360,32 @@ func (c *Conn) handle(m *Message) {
 		}
 		return
 	}
-	if !c.permitted(ctx, act, m) {
+	var approved func() (any, error) // the handler's call, with the arguments its approver saw
+	if access := c.decide(act, m); access == Requested && act.approve != nil {
+		run, ae := act.approve(ctx, m)
+		if ae != nil {
+			c.fail(ctx, m, ae)
+			return
+		}
+		approved = run
+	} else if !c.permitted(ctx, access, m) {
 		c.fail(ctx, m, newActionError(ErrorPermissionDenied, nil, "%q not permitted for %q", a.id+"."+m.Action, m.From))
 		return
 	}
 	if h := a.hooks.before; h != nil {
 		c.guard("BeforeAction", func() { h.BeforeAction(ctx, m) })
 	}
-	value, err := c.run(ctx, act, m)
+	value, err := c.run(ctx, act, m, approved)
 	var ae *ActionError
 	if err != nil {
 		// AfterAction sees the error the caller receives; it unwraps to the
 		// handler's own error.
 		ae = asActionError(err)
+		if ae.Type == ErrorActionFailed && errors.Is(err, context.DeadlineExceeded) && errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			// The handler gave up because the caller's deadline passed:
+			// that is a timeout, as the caller sees it.
+			ae = &ActionError{Type: ErrorTimeout, Text: ae.Text, cause: err}
+		}
 		err = ae
 	}
 	if h := a.hooks.after; h != nil {
@@ -344,8 +400,8 @@ func (c *Conn) handle(m *Message) {
 	}
 }
 
-func (c *Conn) permitted(ctx context.Context, act *action, m *Message) bool {
-	switch c.decide(act, m) {
+func (c *Conn) permitted(ctx context.Context, access Access, m *Message) bool {
+	switch access {
 	case Permitted:
 		return true
 	case Requested:
@@ -371,14 +427,18 @@ func (c *Conn) decide(act *action, m *Message) Access {
 	return access
 }
 
-// run calls the action's handler, turning a panic into action_failed.
-func (c *Conn) run(ctx context.Context, act *action, m *Message) (value any, err error) {
+// run calls the action's handler (through approved, when its approver has
+// decoded the arguments), turning a panic into action_failed.
+func (c *Conn) run(ctx context.Context, act *action, m *Message, approved func() (any, error)) (value any, err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			c.agent.logger.Error("agency: action panicked", "agent", c.agent.id, "action", m.Action, "panic", p, "stack", string(debug.Stack()))
 			value, err = nil, newActionError(ErrorActionFailed, nil, "%s.%s panicked: %v", c.agent.id, m.Action, p)
 		}
 	}()
+	if approved != nil {
+		return approved()
+	}
 	return act.run(ctx, m.Args)
 }
 
@@ -396,7 +456,7 @@ func (c *Conn) guard(hook string, f func()) {
 // fail sends ae back to m's sender. The cause stays here: a caller sees the
 // same error whether or not the message crossed a wire.
 func (c *Conn) fail(ctx context.Context, m *Message, ae *ActionError) {
-	if err := c.reply(ctx, m, ErrorAction, &ActionError{Type: ae.Type, Text: ae.Text}); err != nil {
+	if err := c.reply(ctx, m, ErrorAction, ae); err != nil {
 		c.agent.logger.Warn("agency: error response not delivered", "agent", c.agent.id, "to", m.From, "action", m.Action, "error", err)
 	}
 }
@@ -414,6 +474,11 @@ func (c *Conn) reply(ctx context.Context, m *Message, action string, args any) e
 	case <-c.gone: // a handler's context kept past its agent's removal
 		return fmt.Errorf("%w: %q has left the space", ErrNotAdded, c.agent.id)
 	default:
+	}
+	if ae, ok := args.(*ActionError); ok {
+		// What the caller reads: no cause, and a text of bounded size
+		// whatever the handler or the input made of it.
+		args = &ActionError{Type: ae.Type, Text: limitErrorText(ae.Text)}
 	}
 	r := &Message{To: m.From, From: c.agent.id, ID: NewID(), ParentID: m.ID, Action: action, Args: args}
 	if err := c.router.Route(ctx, r); err != nil {
@@ -509,9 +574,10 @@ func (mb *mailbox) release() {
 	mb.mu.Lock()
 	var fire []*taker
 	for _, list := range [2][]item{mb.inflight, mb.queue} {
-		for _, it := range list {
-			if it.taken != nil && !it.taken.done.Load() {
-				fire = append(fire, it.taken)
+		for i := range list {
+			// Only the taker: the loop clears the message meanwhile.
+			if t := list[i].taken; t != nil && !t.done.Load() {
+				fire = append(fire, t)
 			}
 		}
 	}

@@ -51,25 +51,28 @@ func pretty(v any) string {
 	return string(b)
 }
 
-// designAddArgs is the argument struct of DESIGN.md's "Defining actions".
-type designAddArgs struct {
+// calcAddArgs is the calculator's "add" from the docs: two required
+// numbers with descriptions, and an optional note whose validator rule the
+// schema shows as maxLength.
+type calcAddArgs struct {
 	A    float64 `json:"a" jsonschema:"description=first addend"`
 	B    float64 `json:"b" jsonschema:"description=second addend"`
 	Note string  `json:"note,omitempty" validate:"max=80"`
 }
 
-func TestHelpMatchesDesign(t *testing.T) {
+func TestHelpOfCalculatorAdd(t *testing.T) {
 	calc := agency.MustNewAgent("Calculator")
-	agency.Handle(calc, "add", func(_ context.Context, a designAddArgs) (float64, error) { return a.A + a.B, nil },
+	agency.Handle(calc, "add", func(_ context.Context, a calcAddArgs) (float64, error) { return a.A + a.B, nil },
 		agency.Describe("Adds two numbers"),
 		agency.Returns("the sum"),
-		agency.Example(designAddArgs{A: 1, B: 2}),
+		agency.Example(calcAddArgs{A: 1, B: 2}),
 	)
 	user := agency.MustNewAgent("User")
 	joinLocal(t, calc, user)
 
 	got := helpFor(t, user, "Calculator", "")
-	// The help value of DESIGN.md, word for word.
+	// The whole help value, word for word: description, args schema with
+	// required fields and the note's maxLength, returns, access, example.
 	want := parseJSON(t, `{"add": {
   "description": "Adds two numbers",
   "args": {"type": "object",
@@ -148,7 +151,9 @@ func TestSchemaRequiredMatchesDecoder(t *testing.T) {
 		t.Fatal("no args schema")
 	}
 
-	// The expected sets, by the rule of DESIGN.md.
+	// The expected sets: a field is required unless its json tag says
+	// omitempty or it is a pointer, and validate:"required" makes either
+	// required again.
 	wantRequired := map[string][]string{
 		"":             {"plain", "omit_req", "ptr_req", "inner", "items"},
 		"inner":        {"x"},
@@ -426,8 +431,8 @@ func TestHelpEntryParts(t *testing.T) {
 
 func TestHelpDecodesAsActionHelp(t *testing.T) {
 	a := agency.MustNewAgent("Typed")
-	agency.Handle(a, "add", func(_ context.Context, a designAddArgs) (float64, error) { return a.A + a.B, nil },
-		agency.Describe("Adds two numbers"), agency.Example(designAddArgs{A: 1, B: 2}),
+	agency.Handle(a, "add", func(_ context.Context, a calcAddArgs) (float64, error) { return a.A + a.B, nil },
+		agency.Describe("Adds two numbers"), agency.Example(calcAddArgs{A: 1, B: 2}),
 		agency.Errors(map[string]string{"x": "y"}))
 	user := agency.MustNewAgent("User")
 	joinLocal(t, a, user)

@@ -133,3 +133,22 @@ func Example_help() {
 	//   ]
 	// }
 }
+
+// An id is live once per space, and an agent is in one space at a time.
+func Example_oneSpaceAtATime() {
+	ctx := context.Background()
+	calc := agency.MustNewAgent("Calculator")
+	first, second := space.NewLocal(), space.NewLocal()
+	defer first.Close(ctx)
+	defer second.Close(ctx)
+	if err := first.Add(ctx, calc); err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(errors.Is(first.Add(ctx, calc), space.ErrAgentExists))
+	fmt.Println(errors.Is(first.Add(ctx, agency.MustNewAgent("Calculator")), space.ErrAgentExists))
+	fmt.Println(errors.Is(second.Add(ctx, calc), agency.ErrAlreadyAdded))
+	// Output:
+	// true
+	// true
+	// true
+}

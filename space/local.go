@@ -106,6 +106,29 @@ type localRouter struct {
 	id string
 }
 
+var _ agency.BroadcastRouter = localRouter{}
+
+// RouteBroadcast delivers the broadcast m to every agent in the space and
+// returns the ids of those that took it in.
+func (r localRouter) RouteBroadcast(_ context.Context, m *agency.Message) ([]string, error) {
+	if m.From != r.id {
+		return nil, fmt.Errorf("%w: %q sending as %q", agency.ErrForgedSender, r.id, m.From)
+	}
+	if m.To != agency.Broadcast {
+		return nil, fmt.Errorf("%w: RouteBroadcast of a message to %q", agency.ErrMalformedMessage, m.To)
+	}
+	s := r.s
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	reached := make([]string, 0, len(s.agents))
+	for id, c := range s.agents {
+		if c.Deliver(m) == nil {
+			reached = append(reached, id)
+		}
+	}
+	return reached, nil
+}
+
 func (r localRouter) Route(_ context.Context, m *agency.Message) error {
 	if m.From != r.id {
 		return fmt.Errorf("%w: %q sending as %q", agency.ErrForgedSender, r.id, m.From)

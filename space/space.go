@@ -1,6 +1,3 @@
-// Package space holds the Space contract, space.Local (agents in one
-// process), and, in space/spacetest, the conformance suite every Space
-// implementation passes.
 package space
 
 import (

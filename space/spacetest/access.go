@@ -18,6 +18,10 @@ var accessTests = []test{
 	{"BySender", testAccessBySender},
 	{"ByMessage", testAccessByMessage},
 	{"RequestedWhileRequesting", testRequestedWhileRequesting},
+	{"Approve", testApprove},
+	{"ApproveAsksAnotherAgent", testApproveAsksAnotherAgent},
+	{"ApproveBeforePermissionRequester", testApproveBeforePermissionRequester},
+	{"BySenderPrefix", testAccessBySenderPrefix},
 }
 
 // gate is a PermissionRequester that records what it is asked and lets
@@ -104,11 +108,16 @@ func testRequestedRejected(e *env) {
 	}
 }
 
-// A requested action on an agent with no PermissionRequester is denied.
+// A requested action with nothing to approve it cannot be registered; a
+// call that an AccessFunc makes requested, on an agent with neither an
+// approver nor a PermissionRequester, is denied.
 func testRequestedWithoutRequester(e *env) {
 	var ran atomic.Int32
 	target := e.newAgent("Target")
-	counted(target, "guarded", &ran, agency.WithAccess(agency.Requested))
+	if err := agency.Register(target, "guarded", pong, agency.WithAccess(agency.Requested)); err == nil {
+		e.t.Error("Register of a requested action that nothing approves: no error")
+	}
+	counted(target, "guarded", &ran, agency.AccessFunc(func(*agency.Message) agency.Access { return agency.Requested }))
 	caller := e.newAgent("Caller")
 	e.add(target, caller)
 

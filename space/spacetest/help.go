@@ -1,6 +1,7 @@
 package spacetest
 
 import (
+	"context"
 	"encoding/json"
 	"maps"
 	"slices"
@@ -16,6 +17,8 @@ var helpTests = []test{
 	{"Broadcast", testHelpBroadcast},
 	{"BroadcastForOneAction", testHelpBroadcastOne},
 	{"HidesDenied", testHelpHidesDenied},
+	{"Survey", testSurvey},
+	{"SurveyMeta", testSurveyMeta},
 }
 
 type helpMap = map[string]agency.ActionHelp
@@ -30,7 +33,7 @@ func helpCalculator(e *env) *agency.Agent {
 		agency.Example(addArgs{A: 1, B: 2}))
 	agency.Handle(calc, "clear", pong,
 		agency.Describe("Clears the memory"),
-		agency.WithAccess(agency.Requested))
+		agency.Approve(func(context.Context, empty) (bool, error) { return false, nil }))
 	return calc
 }
 

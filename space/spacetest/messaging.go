@@ -31,6 +31,11 @@ var messagingTests = []test{
 	{"MetaUnchanged", testMetaUnchanged},
 	{"InvalidArgs", testInvalidArgs},
 	{"HandlerPanic", testHandlerPanic},
+	{"SendToAbsentAgentReported", testSendToAbsentAgentReported},
+	{"HandlerErrorText", testHandlerErrorText},
+	{"AnyIsJSONShaped", testAnyIsJSONShaped},
+	{"Traceparent", testTraceparent},
+	{"TracePropagator", testTracePropagator},
 }
 
 // Send → the handler's return value reaches the sender's ValueHandler, as a

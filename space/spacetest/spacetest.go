@@ -1,6 +1,9 @@
 // Package spacetest is the conformance suite that every [space.Space]
-// implementation runs: one test per row of the semantics table in
-// DESIGN.md, plus lifecycle, access, help and runtime behaviour.
+// implementation runs: messaging (Send, Request, responses, errors,
+// broadcasts, absent recipients, meta and trace context), access
+// (policies and approvers), help and Survey, the agents' lifecycle, and
+// runtime behaviour (one action at a time, concurrency, requests from
+// actions, forged senders).
 //
 // An implementation's test calls Run with a constructor:
 //
@@ -15,8 +18,8 @@
 // agent id carries a random suffix, so that runs sharing a broker do not
 // read each other's mail. Subtests do not run in parallel.
 //
-// Besides the Space methods' contracts, the suite relies on what DESIGN.md
-// asks of every space: messages from one agent to another arrive in the
+// Besides the Space methods' contracts, the suite relies on what every
+// space must do: messages from one agent to another arrive in the
 // order they were sent (broadcasts in the order they were broadcast), and a
 // Request to an id no agent has fails with agency.ErrNoRecipient. Where it
 // must show that something did not happen (an unknown broadcast was not
@@ -24,7 +27,9 @@
 // message along the same path and waits for that instead of sleeping; two
 // tests (AfterAddBeforeActions, RequestWhileDraining) leave a window of 200
 // ms for a space to get something wrong in, which a passing space waits
-// out.
+// out. The Hardening tests send arguments of about 1.2 MB (a space's size
+// limit must allow them) and make 80 requests whose deadlines, 10 to 30 ms,
+// pass while their handlers wait for them.
 package spacetest
 
 import (
@@ -70,6 +75,7 @@ func Run(t *testing.T, newSpace func(t *testing.T) space.Space) {
 		{"Help", helpTests},
 		{"Lifecycle", lifecycleTests},
 		{"Runtime", runtimeTests},
+		{"Hardening", hardeningTests},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {
