@@ -17,13 +17,14 @@ import (
 
 // Defaults of Config.
 const (
-	DefaultURL            = "amqp://guest:guest@localhost:5672/"
-	DefaultExchange       = "agency"
-	DefaultPrefetch       = 256
-	DefaultHeartbeat      = 10 * time.Second
-	DefaultMaxMessageSize = 4 << 20 // 4 MiB
-	DefaultPublishTimeout = 10 * time.Second
-	DefaultQueueExpiry    = 30 * time.Second
+	DefaultURL             = "amqp://guest:guest@localhost:5672/"
+	DefaultExchange        = "agency"
+	DefaultPrefetch        = 256
+	DefaultHeartbeat       = 10 * time.Second
+	DefaultMaxMessageSize  = 4 << 20 // 4 MiB
+	DefaultPublishTimeout  = 10 * time.Second
+	DefaultQueueExpiry     = 30 * time.Second
+	DefaultMaxPendingBytes = 64 << 20 // 64 MiB
 )
 
 // Limits of Config's fields.
@@ -49,6 +50,12 @@ type Config struct {
 	// shares. Empty means DefaultExchange. Names starting with "amq." are
 	// the broker's own and refused.
 	Exchange string
+	// ExchangeMustExist makes New (and every reconnect) only check that
+	// the exchange exists, rather than declare it: a process that joins a
+	// space others serve (a client, a tool) then fails with ErrNoExchange
+	// on a misspelt name instead of leaving a new durable exchange behind
+	// on the broker.
+	ExchangeMustExist bool
 	// Prefetch bounds how many messages the broker hands each of an
 	// agent's two consumers (its own queue and its broadcast queue) that
 	// the agent has not taken yet (basic.qos, per consumer): a slow
@@ -64,8 +71,23 @@ type Config struct {
 	TLS *tls.Config
 	// MaxMessageSize bounds an encoded message, both ways: a larger
 	// outgoing message is an error for its sender, a larger incoming one is
-	// dropped with a log line. 0 means DefaultMaxMessageSize.
+	// dropped with a log line, its body never held in memory.
+	// 0 means DefaultMaxMessageSize.
 	MaxMessageSize int
+	// MaxPendingBytes bounds the bytes of incoming messages that the
+	// space holds and its agents have not taken yet, across all its
+	// agents: at the bound it stops reading from the broker, which keeps
+	// what is sent meanwhile, until they take some. The bound may be
+	// passed by one message. What an agent takes while it waits for the
+	// response to a Request of its own is not counted: the response may
+	// be behind it. 0 means DefaultMaxPendingBytes; at least
+	// MaxMessageSize.
+	MaxPendingBytes int64
+	// Durable makes the messages the space publishes persistent: the
+	// broker writes them to disk before it confirms them, and those still
+	// queued survive a restart of the broker (the queues always do). It
+	// costs throughput (see docs/amqp.md). Off by default.
+	Durable bool
 	// PublishTimeout bounds the wait for the broker's confirmation of a
 	// message, unless the sender's context ends earlier.
 	// 0 means DefaultPublishTimeout.
@@ -78,15 +100,27 @@ type Config struct {
 	// Logger receives connection events and dropped wire input.
 	// nil means silence.
 	Logger *slog.Logger
+	// Interop lets the space share its exchange with agents of another
+	// library: InteropOperandAgency ("operand-agency") writes every
+	// message in the shape of operand/agency 1.6 (Python) and reads both
+	// (see interop.go, and docs/interop.md in the repository). Empty means
+	// this library's own shape only. Every Go process on one exchange
+	// should use the same setting.
+	Interop Interop
 }
 
 // ConfigFromEnv reads the broker's address from the environment: AMQP_URL,
 // or else AMQP_HOST, AMQP_PORT, AMQP_USERNAME, AMQP_PASSWORD and
 // AMQP_VHOST (each defaulting to localhost, 5672, guest, guest and "/").
 // Setting AMQP_URL together with any of the others is an error: one of them
-// would be ignored. For TLS, give an amqps:// AMQP_URL.
+// would be ignored. For TLS, give an amqps:// AMQP_URL. AMQP_INTEROP sets
+// Config.Interop: "operand-agency" to share the exchange with
+// operand/agency (Python) agents, or unset.
 func ConfigFromEnv() (Config, error) {
 	var c Config
+	if err := c.interopFromEnv(); err != nil { // interop.go
+		return Config{}, err
+	}
 	if u := os.Getenv("AMQP_URL"); u != "" {
 		var both []string
 		for _, k := range []string{"AMQP_HOST", "AMQP_PORT", "AMQP_USERNAME", "AMQP_PASSWORD", "AMQP_VHOST"} {
@@ -182,6 +216,12 @@ func (c Config) check() (settings, error) {
 		return settings{}, fmt.Errorf("%w: MaxMessageSize %d is outside 1 KiB-128 MiB (the broker's own limit)", ErrInvalidConfig, c.MaxMessageSize)
 	}
 	switch {
+	case c.MaxPendingBytes == 0:
+		c.MaxPendingBytes = max(DefaultMaxPendingBytes, int64(c.MaxMessageSize))
+	case c.MaxPendingBytes < int64(c.MaxMessageSize):
+		return settings{}, fmt.Errorf("%w: MaxPendingBytes %d is under MaxMessageSize %d: one message must fit", ErrInvalidConfig, c.MaxPendingBytes, c.MaxMessageSize)
+	}
+	switch {
 	case c.PublishTimeout == 0:
 		c.PublishTimeout = DefaultPublishTimeout
 	case c.PublishTimeout < 0:
@@ -195,6 +235,9 @@ func (c Config) check() (settings, error) {
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if err := checkInterop(c.Interop); err != nil { // interop.go
+		return settings{}, err
 	}
 	return settings{Config: c, uri: uri}, nil
 }

@@ -321,11 +321,16 @@ func TestFaultIDTakenMeanwhile(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	// The twin tries from before the fault on, so that it gets in during
-	// the moment the first space is away.
+	// the moment the first space is away. Its own space loses its
+	// connection too and refuses with ErrDisconnected until it is back.
 	taken := make(chan error, 1)
 	go func() {
 		for {
 			err := other.Add(ctx, twin)
+			if errors.Is(err, amqpspace.ErrDisconnected) && ctx.Err() == nil {
+				time.Sleep(5 * time.Millisecond)
+				continue
+			}
 			if !errors.Is(err, space.ErrAgentExists) || ctx.Err() != nil {
 				taken <- err
 				return
@@ -344,5 +349,114 @@ func TestFaultIDTakenMeanwhile(t *testing.T) {
 	got, err := agency.Call[string](ctx, w.caller, w.echo.ID(), "echo", map[string]string{"text": "who"})
 	if err != nil || got != "from the twin" {
 		t.Errorf("echo after the eviction: %q, %v; want the twin's answer", got, err)
+	}
+}
+
+// With Config.Durable the messages a space publishes survive a restart of
+// the broker while they wait in a queue; without it they are lost with it
+// (the queues themselves are durable either way). Each receiver is busy
+// and takes one message at a time (Prefetch 1), so that what is sent to it
+// waits in the broker when the broker goes down.
+func TestFaultDurableSurvivesRestart(t *testing.T) {
+	const n = 20
+	ex := testExchange(t)
+	receivers := newSpace(t, amqpspace.Config{Exchange: ex, Prefetch: 1})
+	durable := newSpace(t, amqpspace.Config{Exchange: ex, Durable: true})
+	transient := newSpace(t, amqpspace.Config{Exchange: ex})
+
+	type receiver struct {
+		agent   *agency.Agent
+		started chan struct{}
+		mu      sync.Mutex
+		got     map[int]int
+		marker  chan struct{}
+	}
+	release := make(chan struct{})
+	newReceiver := func(name string) *receiver {
+		r := &receiver{agent: agency.MustNewAgent(randomName(name)), started: make(chan struct{}, 1), got: map[int]int{}, marker: make(chan struct{})}
+		agency.Handle(r.agent, "hold", func(context.Context, struct{}) (bool, error) {
+			r.started <- struct{}{}
+			<-release
+			return true, nil
+		})
+		agency.Handle(r.agent, "take", func(_ context.Context, a struct {
+			N int `json:"n"`
+		}) (bool, error) {
+			if a.N < 0 {
+				close(r.marker)
+				return true, nil
+			}
+			r.mu.Lock()
+			r.got[a.N]++
+			r.mu.Unlock()
+			return true, nil
+		})
+		return r
+	}
+	keep, lose := newReceiver("Keep"), newReceiver("Lose")
+	addAll(t, receivers, keep.agent, lose.agent)
+	fromDurable, fromTransient := agency.MustNewAgent(randomName("Durable")), agency.MustNewAgent(randomName("Transient"))
+	addAll(t, durable, fromDurable)
+	addAll(t, transient, fromTransient)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	send := func(from *agency.Agent, to *receiver, action string, args any) {
+		t.Helper()
+		if _, err := from.Send(ctx, to.agent.ID(), action, args); err != nil {
+			t.Fatalf("%s → %s %s: %v", from.ID(), to.agent.ID(), action, err)
+		}
+	}
+	for _, c := range []struct {
+		from *agency.Agent
+		to   *receiver
+	}{{fromDurable, keep}, {fromTransient, lose}} {
+		send(c.from, c.to, "hold", nil)
+		<-c.to.started
+		for i := range n {
+			send(c.from, c.to, "take", map[string]int{"n": i})
+		}
+	}
+
+	var once sync.Once
+	start := func() { once.Do(func() { rabbitmqctl(t, "start_app") }) }
+	t.Cleanup(start)
+	rabbitmqctl(t, "stop_app")
+	start()
+	close(release)
+
+	// Once the senders are back, a marker behind what was sent before.
+	for _, c := range []struct {
+		from *agency.Agent
+		to   *receiver
+	}{{fromDurable, keep}, {fromTransient, lose}} {
+		for {
+			_, err := c.from.Send(ctx, c.to.agent.ID(), "take", map[string]int{"n": -1})
+			if err == nil {
+				break
+			}
+			if ctx.Err() != nil {
+				t.Fatalf("no Send got through after the restart: %v", err)
+			}
+			time.Sleep(100 * time.Millisecond) // reconnecting
+		}
+		select {
+		case <-c.to.marker:
+		case <-ctx.Done():
+			t.Fatalf("the marker to %s never arrived", c.to.agent.ID())
+		}
+	}
+	keep.mu.Lock()
+	defer keep.mu.Unlock()
+	for i := range n {
+		if keep.got[i] != 1 {
+			t.Errorf("durable message %d was handled %d times after the broker's restart, want once", i, keep.got[i])
+		}
+	}
+	lose.mu.Lock()
+	defer lose.mu.Unlock()
+	t.Logf("of %d transient messages, %d were handled after the broker's restart", n, len(lose.got))
+	if len(lose.got) == n {
+		t.Errorf("every transient message survived the broker's restart: the test did not restart it with messages queued")
 	}
 }

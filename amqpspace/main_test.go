@@ -32,7 +32,7 @@ var (
 const wait = 10 * time.Second
 
 // addAll adds the agents to sp, failing the test if one cannot join.
-func addAll(t *testing.T, sp space.Space, agents ...*agency.Agent) {
+func addAll(t testing.TB, sp space.Space, agents ...*agency.Agent) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), wait)
 	defer cancel()

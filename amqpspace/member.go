@@ -24,7 +24,11 @@ const fenceType = "agency.fence"
 type member struct {
 	s    *Space
 	id   string
-	conn *agency.Conn // set under s.mu once the agent is connected
+	conn *agency.Conn // set under s.mu (and subMu) once the agent is connected
+
+	// subMu orders what changes the agent's queues and consumers: its Add,
+	// its re-subscription after a reconnect, and its removal.
+	subMu sync.Mutex
 
 	mu      sync.Mutex
 	sub     *subscription // the current session's, nil while disconnected
@@ -55,12 +59,15 @@ type member struct {
 
 // subscription is an agent's consumer channel on one session.
 type subscription struct {
+	sess      *session
+	cc        *consumerConn // the connection of ch; nil in tests
 	ch        *amqp.Channel
 	acker     amqp.Acknowledger // ch, but for tests
 	direct    <-chan amqp.Delivery
 	broadcast <-chan amqp.Delivery
 	stopped   chan struct{}    // closed when the consumer goroutine has returned
 	acked     func(key string) // the member's record of what was acknowledged
+	closeOnce sync.Once
 
 	ackMu sync.Mutex
 	held  map[uint64]heldDelivery // handed to the agent, not yet acknowledged
@@ -68,8 +75,28 @@ type subscription struct {
 
 // heldDelivery is a delivery whose acknowledgement waits for the agent.
 type heldDelivery struct {
-	key   string    // the message's handedKey
-	since time.Time // when it was handed over
+	key      string    // the message's handedKey
+	since    time.Time // when it was handed over
+	consumer string    // the consumer it came to, and its size: counted
+	size     int64     // against Config.MaxPendingBytes until acknowledged
+}
+
+// close closes the channel, once, and gives back its place on the
+// connection.
+func (sub *subscription) close() {
+	sub.closeOnce.Do(func() {
+		_ = sub.ch.Close()
+		if sub.cc != nil {
+			sub.sess.unchannel(sub.cc)
+		}
+	})
+}
+
+// uncount releases n bytes of a delivery to consumer from the budget.
+func (sub *subscription) uncount(consumer string, n int64) {
+	if sub.cc != nil {
+		sub.cc.gate.release(consumer, n)
+	}
 }
 
 // maxHold bounds how long an acknowledgement waits for the agent to take
@@ -81,13 +108,13 @@ type heldDelivery struct {
 var maxHold = 10 * time.Minute
 
 // hold notes that the delivery with tag, of the message with key, waits
-// for the agent.
-func (sub *subscription) hold(tag uint64, key string) {
+// for the agent; it came to consumer, with a body of size bytes.
+func (sub *subscription) hold(tag uint64, key, consumer string, size int) {
 	sub.ackMu.Lock()
 	if sub.held == nil {
 		sub.held = make(map[uint64]heldDelivery)
 	}
-	sub.held[tag] = heldDelivery{key: key, since: time.Now()}
+	sub.held[tag] = heldDelivery{key: key, since: time.Now(), consumer: consumer, size: int64(size)}
 	sub.ackMu.Unlock()
 }
 
@@ -102,6 +129,7 @@ func (sub *subscription) ack(tag uint64) {
 	}
 	sub.ackMu.Unlock()
 	if ok {
+		sub.uncount(h.consumer, h.size)
 		sub.acked(h.key)
 	}
 }
@@ -111,7 +139,7 @@ func (sub *subscription) ack(tag uint64) {
 // also take deliveries not yet handed over, which the two consumers of the
 // channel may have overtaken.
 func (sub *subscription) releaseAll(cutoff time.Time) {
-	var keys []string
+	var done []heldDelivery
 	sub.ackMu.Lock()
 	for tag, h := range sub.held {
 		if !cutoff.IsZero() && h.since.After(cutoff) {
@@ -119,11 +147,12 @@ func (sub *subscription) releaseAll(cutoff time.Time) {
 		}
 		_ = sub.acker.Ack(tag, false)
 		delete(sub.held, tag)
-		keys = append(keys, h.key)
+		done = append(done, h)
 	}
 	sub.ackMu.Unlock()
-	for _, k := range keys {
-		sub.acked(k)
+	for _, h := range done {
+		sub.uncount(h.consumer, h.size)
+		sub.acked(h.key)
 	}
 }
 
@@ -133,19 +162,39 @@ func (mem *member) queues() [2]string { return [2]string{mem.id, mem.id + broadc
 // channel of its own: the broker lets one consumer at a time hold them,
 // which is what makes an id unique across processes.
 func (mem *member) claim(sess *session) (*subscription, error) {
+	return mem.consumeQueues(sess, false)
+}
+
+// errQueueGone is what reclaim returns when a queue it expected is gone.
+var errQueueGone = errors.New("amqpspace: the queue is gone")
+
+// reclaim consumes the agent's queues again, exclusively, on a new
+// session, expecting them to be there, bound as they were: queues and
+// bindings are durable, and outlive a lost connection. That spares the
+// broker two bindings per agent (each a disk write, which it does one at a
+// time), so that many agents come back within seconds rather than minutes,
+// and Adds meanwhile are not held up behind them. A queue that has gone
+// (it expired during a long outage, or was deleted) is errQueueGone, and
+// the caller claims and binds it afresh.
+func (mem *member) reclaim(sess *session) (*subscription, error) {
+	return mem.consumeQueues(sess, true)
+}
+
+func (mem *member) consumeQueues(sess *session, existing bool) (*subscription, error) {
 	s := mem.s
-	ch, err := sess.subConn.Channel()
+	ch, cc, err := sess.channel()
 	if err != nil {
-		if !sess.alive() || sess.subConn.IsClosed() {
-			return nil, fmt.Errorf("%w: opening a channel: %v", ErrDisconnected, err)
-		}
-		return nil, fmt.Errorf("amqpspace: no channel for %q (a connection carries at most 2,047, one per agent of this space): %w", mem.id, err)
+		return nil, fmt.Errorf("adding %q: %w", mem.id, err)
 	}
+	sub := &subscription{sess: sess, cc: cc, ch: ch, acker: ch, stopped: make(chan struct{}), acked: mem.acked}
 	fail := func(err error) (*subscription, error) {
-		_ = ch.Close()
+		sub.close()
 		var ae *amqp.Error
 		if errors.As(err, &ae) && (ae.Code == amqp.AccessRefused || ae.Code == amqp.ResourceLocked) {
 			return nil, fmt.Errorf("%w: %q is live in another process (queue names are per vhost: perhaps under another exchange)", space.ErrAgentExists, mem.id)
+		}
+		if existing && errors.As(err, &ae) && ae.Code == amqp.NotFound {
+			return nil, errQueueGone
 		}
 		if !sess.alive() {
 			return nil, fmt.Errorf("adding %q: %w", mem.id, ErrDisconnected)
@@ -156,9 +205,12 @@ func (mem *member) claim(sess *session) (*subscription, error) {
 		return fail(err)
 	}
 	args := amqp.Table{"x-expires": s.cfg.QueueExpiry.Milliseconds()}
-	sub := &subscription{ch: ch, acker: ch, stopped: make(chan struct{}), acked: mem.acked}
 	for i, q := range mem.queues() {
-		if _, err := ch.QueueDeclare(q, true, false, false, false, args); err != nil {
+		declare := ch.QueueDeclare
+		if existing {
+			declare = ch.QueueDeclarePassive
+		}
+		if _, err := declare(q, true, false, false, false, args); err != nil {
 			return fail(err)
 		}
 		d, err := ch.Consume(q, q, false, true, false, false, nil)
@@ -192,7 +244,7 @@ func (mem *member) release(sub *subscription) {
 	q := mem.queues()
 	_ = sub.ch.QueueUnbind(q[0], mem.id, mem.s.cfg.Exchange, nil)
 	_ = sub.ch.QueueUnbind(q[1], broadcastKey, mem.s.cfg.Exchange, nil)
-	_ = sub.ch.Close()
+	sub.close()
 }
 
 // setSub makes sub the agent's current subscription.
@@ -208,12 +260,16 @@ func (mem *member) run(sess *session, sub *subscription) {
 	go mem.consume(sess, sub)
 }
 
-// resubscribe claims and binds the agent's queues on a new session.
+// resubscribe claims and binds the agent's queues on a new session,
+// unless the agent has not joined (its Add failed, or is under way on this
+// session), is leaving, or is subscribed on sess already.
 func (mem *member) resubscribe(sess *session) error {
+	mem.subMu.Lock()
+	defer mem.subMu.Unlock()
 	mem.mu.Lock()
 	leaving, last := mem.leaving, mem.last
 	mem.mu.Unlock()
-	if leaving {
+	if leaving || mem.conn == nil || last == nil || last.sess == sess {
 		return nil
 	}
 	if last != nil {
@@ -222,12 +278,15 @@ func (mem *member) resubscribe(sess *session) error {
 		// acknowledgements are on record before their redeliveries come.
 		<-last.stopped
 	}
-	sub, err := mem.claim(sess)
-	if err != nil {
-		return err
+	sub, err := mem.reclaim(sess)
+	if errors.Is(err, errQueueGone) {
+		if sub, err = mem.claim(sess); err == nil {
+			if err = mem.bind(sub); err != nil {
+				mem.release(sub)
+			}
+		}
 	}
-	if err := mem.bind(sub); err != nil {
-		mem.release(sub)
+	if err != nil {
 		return err
 	}
 	mem.setSub(sub)
@@ -240,6 +299,15 @@ func (mem *member) resubscribe(sess *session) error {
 func (mem *member) consume(sess *session, sub *subscription) {
 	defer mem.s.wg.Done()
 	defer close(sub.stopped)
+	defer func() {
+		// The channel is closed: what the library still held for it is
+		// gone, and no longer counted.
+		if sub.cc != nil {
+			for _, q := range mem.queues() {
+				sub.cc.gate.forget(q)
+			}
+		}
+	}()
 	direct, broadcast := sub.direct, sub.broadcast
 	sweep := time.NewTicker(maxHold / 4)
 	defer sweep.Stop()
@@ -292,9 +360,17 @@ func (mem *member) consumerEnded(sess *session, sub *subscription) {
 // handled is answered or logged and acknowledged at once: requeued, it
 // would only come back.
 func (mem *member) take(sub *subscription, d amqp.Delivery, broadcast bool) {
+	if len(d.Body) == 0 && sub.cc != nil {
+		if size, ok := sub.cc.gate.oversized(d.ConsumerTag, d.DeliveryTag); ok {
+			mem.s.log.Warn("amqpspace: dropped a message over the size limit", "agent", mem.id, "bytes", size, "limit", mem.s.cfg.MaxMessageSize, "app_id", d.AppId)
+			_ = d.Ack(false)
+			return
+		}
+	}
 	m := mem.check(d, broadcast)
 	if m == nil {
 		_ = d.Ack(false)
+		sub.uncount(d.ConsumerTag, int64(len(d.Body)))
 		return
 	}
 	if mem.draining.Load() {
@@ -302,11 +378,12 @@ func (mem *member) take(sub *subscription, d amqp.Delivery, broadcast bool) {
 			mem.acked(handedKey(m))
 		}
 		_ = d.Ack(false)
+		sub.uncount(d.ConsumerTag, int64(len(d.Body)))
 		return
 	}
 	tag, key := d.DeliveryTag, handedKey(m)
 	mem.handing(key)
-	sub.hold(tag, key)
+	sub.hold(tag, key, d.ConsumerTag, len(d.Body))
 	if !mem.handFunc(m, func() { sub.ack(tag) }) {
 		sub.ack(tag)
 		return
@@ -381,9 +458,9 @@ func (mem *member) check(d amqp.Delivery, broadcast bool) *agency.Message {
 		s.log.Warn("amqpspace: dropped a message that did not come through the space's exchange", "agent", mem.id, "exchange", d.Exchange, "app_id", d.AppId)
 		return nil
 	}
-	m, err := agency.DecodeMessage(d.Body)
+	m, err := mem.decode(d) // interop.go: both shapes in the Python-compatible mode
 	if err != nil {
-		mem.malformed(d, err)
+		mem.malformed(d, broadcast, err)
 		return nil
 	}
 	switch {
@@ -443,8 +520,13 @@ func (r *recentSet) has(k string) bool {
 // sender that could be real, that sender gets an [error] invalid_args
 // (answering the request it was, where it carries an id); otherwise it is
 // dropped with a log line.
-func (mem *member) malformed(d amqp.Delivery, cause error) {
+func (mem *member) malformed(d amqp.Delivery, broadcast bool, cause error) {
 	s := mem.s
+	// interop.go: operand/agency messages, broadcasts and answers of
+	// either shape are never answered here.
+	if mem.unanswerable(d, broadcast, cause) {
+		return
+	}
 	var env struct {
 		From   string                     `json:"from"`
 		Action map[string]json.RawMessage `json:"action"`
@@ -538,7 +620,7 @@ func (mem *member) removal(ctx context.Context) error {
 	mem.conn.BeforeRemove(ctx)
 	mem.draining.Store(true)
 
-	mem.s.topology.RLock()
+	mem.subMu.Lock()
 	mem.mu.Lock()
 	mem.leaving = true
 	sub := mem.sub
@@ -548,10 +630,10 @@ func (mem *member) removal(ctx context.Context) error {
 	}
 	sess := mem.s.sess.Load()
 	var fenced chan struct{}
-	if sub != nil && sess != nil {
+	if sub != nil && sess != nil && sub.sess == sess {
 		fenced = mem.stopIntake(ctx, sess, sub)
 	}
-	mem.s.topology.RUnlock()
+	mem.subMu.Unlock()
 
 	if fenced != nil {
 		select {
@@ -571,7 +653,7 @@ func (mem *member) removal(ctx context.Context) error {
 				break
 			}
 		}
-		_ = sub.ch.Close()
+		sub.close()
 		<-sub.stopped
 	}
 	return err

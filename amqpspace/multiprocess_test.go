@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -32,12 +33,18 @@ const peerTimeout = 30 * time.Second
 // when this test binary has it, and returns its path.
 func buildPeer(t *testing.T) string {
 	t.Helper()
+	return buildPeerRace(t, raceEnabled())
+}
+
+// buildPeerRace builds the peer with or without the race detector.
+func buildPeerRace(t *testing.T, race bool) string {
+	t.Helper()
 	if _, err := exec.LookPath("go"); err != nil {
 		t.Skipf("no go command to build the peer: %v", err)
 	}
 	bin := filepath.Join(t.TempDir(), "peer")
 	args := []string{"build", "-o", bin}
-	if raceEnabled() {
+	if race {
 		args = append(args, "-race")
 	}
 	cmd := exec.Command("go", append(args, "./internal/peer")...)
@@ -74,7 +81,17 @@ type peer struct {
 // says "ready". It is killed, if it still runs, when the test ends.
 func startPeer(t *testing.T, bin, ex string, ids ...string) *peer {
 	t.Helper()
-	cmd := exec.Command(bin, "-url", brokerURL(t), "-exchange", ex, "-ids", strings.Join(ids, ","))
+	p := launchPeer(t, bin, nil, "-url", brokerURL(t), "-exchange", ex, "-ids", strings.Join(ids, ","))
+	p.expect("ready")
+	return p
+}
+
+// launchPeer runs the peer with args, and stdin as its standard input
+// (nil: none). It is killed, if it still runs, when the test ends.
+func launchPeer(t *testing.T, bin string, stdin io.Reader, args ...string) *peer {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
+	cmd.Stdin = stdin
 	cmd.Stderr = &logWriter{t: t, prefix: "peer stderr: "}
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
@@ -105,8 +122,27 @@ func startPeer(t *testing.T, bin, ex string, ids ...string) *peer {
 		}
 		<-p.exit
 	})
-	p.expect("ready")
 	return p
+}
+
+// until reads the peer's lines until one satisfies match, and returns it.
+func (p *peer) until(what string, match func(line string) bool) string {
+	p.t.Helper()
+	timeout := time.After(peerTimeout)
+	for {
+		select {
+		case line, ok := <-p.lines:
+			if !ok {
+				<-p.exit
+				p.t.Fatalf("peer ended its output (%v) before %s", p.err, what)
+			}
+			if match(line) {
+				return line
+			}
+		case <-timeout:
+			p.t.Fatalf("peer printed no %s within %v", what, peerTimeout)
+		}
+	}
 }
 
 // expect waits for the next line the peer prints and fails the test

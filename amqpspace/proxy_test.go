@@ -14,19 +14,21 @@ import (
 // proxy passes TCP connections on to the broker. Given a TLS
 // configuration it terminates TLS first: an amqps:// broker without
 // reconfiguring RabbitMQ. Paused, it stops passing on what clients send,
-// as a broker under a resource alarm, or a stalled network, would.
+// as a broker under a resource alarm, or a stalled network, would; with
+// its answers paused, it passes on what clients send but not what the
+// broker answers.
 type proxy struct {
 	addr     string
 	accepted atomic.Int32 // connections passed on
 
 	mu   sync.Mutex
-	gate chan struct{} // closed while traffic flows
+	gate [2]chan struct{} // up (to the broker), down: closed while traffic flows
 
 	openMu sync.Mutex
 	open   []net.Conn
 }
 
-func newProxy(t *testing.T, tlsConf *tls.Config) *proxy {
+func newProxy(t testing.TB, tlsConf *tls.Config) *proxy {
 	t.Helper()
 	uri, err := amqp.ParseURI(brokerURL(t))
 	if err != nil {
@@ -40,8 +42,9 @@ func newProxy(t *testing.T, tlsConf *tls.Config) *proxy {
 	if tlsConf != nil {
 		ln = tls.NewListener(ln, tlsConf)
 	}
-	p := &proxy{addr: ln.Addr().String(), gate: make(chan struct{})}
-	close(p.gate)
+	p := &proxy{addr: ln.Addr().String(), gate: [2]chan struct{}{make(chan struct{}), make(chan struct{})}}
+	close(p.gate[up])
+	close(p.gate[down])
 
 	var wg sync.WaitGroup
 	track := func(c net.Conn) {
@@ -65,16 +68,16 @@ func newProxy(t *testing.T, tlsConf *tls.Config) *proxy {
 				if tc, ok := c.(*tls.Conn); ok && tc.Handshake() != nil {
 					return // a client that does not trust the certificate
 				}
-				up, err := net.Dial("tcp", broker)
+				upstream, err := net.Dial("tcp", broker)
 				if err != nil {
 					return
 				}
-				track(up)
-				defer up.Close()
+				track(upstream)
+				defer upstream.Close()
 				p.accepted.Add(1)
 				done := make(chan struct{}, 2)
-				go func() { p.pass(up, c); done <- struct{}{} }()
-				go func() { p.pass(c, up); done <- struct{}{} }()
+				go func() { p.pass(upstream, c, up); done <- struct{}{} }()
+				go func() { p.pass(c, upstream, down); done <- struct{}{} }()
 				<-done
 			}()
 		}
@@ -88,14 +91,20 @@ func newProxy(t *testing.T, tlsConf *tls.Config) *proxy {
 	return p
 }
 
+// The directions of the traffic.
+const (
+	up   = 0 // from the clients to the broker
+	down = 1 // from the broker to the clients
+)
+
 // pass copies from src to dst until either ends, holding back what it
-// read while the proxy is paused.
-func (p *proxy) pass(dst, src net.Conn) {
+// read while direction dir is paused.
+func (p *proxy) pass(dst, src net.Conn, dir int) {
 	buf := make([]byte, 32<<10)
 	for {
 		n, err := src.Read(buf)
 		p.mu.Lock()
-		gate := p.gate
+		gate := p.gate[dir]
 		p.mu.Unlock()
 		<-gate
 		if n > 0 {
@@ -123,16 +132,26 @@ func (p *proxy) cut() {
 // pause stops the traffic; resume lets it flow again.
 func (p *proxy) pause() {
 	p.mu.Lock()
-	p.gate = make(chan struct{})
+	p.gate = [2]chan struct{}{make(chan struct{}), make(chan struct{})}
+	p.mu.Unlock()
+}
+
+// pauseAnswers stops what the broker sends, and lets through what the
+// clients send.
+func (p *proxy) pauseAnswers() {
+	p.mu.Lock()
+	p.gate[down] = make(chan struct{})
 	p.mu.Unlock()
 }
 
 func (p *proxy) resume() {
 	p.mu.Lock()
-	select {
-	case <-p.gate:
-	default:
-		close(p.gate)
+	for _, g := range p.gate {
+		select {
+		case <-g:
+		default:
+			close(g)
+		}
 	}
 	p.mu.Unlock()
 }

@@ -125,7 +125,7 @@ func (p *publisher) listen(returns <-chan amqp.Return, confirms <-chan amqp.Conf
 			p.mu.Unlock()
 		case c, ok := <-confirms:
 			if !ok {
-				p.fail(fmt.Errorf("%w: the connection was lost before the broker confirmed the message; it may or may not have been delivered", ErrDisconnected))
+				p.fail(fmt.Errorf("%w: the channel was closed", ErrDisconnected))
 				return
 			}
 			p.mu.Lock()
@@ -147,7 +147,9 @@ func (p *publisher) listen(returns <-chan amqp.Return, confirms <-chan amqp.Conf
 	}
 }
 
-// fail ends every waiting publishing, and all later ones, with err.
+// fail ends every waiting publishing, and all later ones, with err: those
+// handed to the broker may or may not have been delivered (ErrUnconfirmed),
+// later ones are not sent.
 func (p *publisher) fail(err error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -157,7 +159,7 @@ func (p *publisher) fail(err error) {
 	p.lost = err
 	close(p.gone)
 	for tag, w := range p.waiting {
-		w.result <- err
+		w.result <- fmt.Errorf("%w: the connection was lost before the broker confirmed it: %w", ErrUnconfirmed, err)
 		delete(p.waiting, tag)
 	}
 }
@@ -175,9 +177,14 @@ func (p *publisher) forget(tag uint64) bool {
 // publish sends msg to the exchange (or, with exchange "", straight to the
 // queue named key) and waits until the broker confirms it, returns it
 // (agency.ErrNoRecipient; only mandatory messages are returned), refuses
-// it (ErrRejected), or the connection goes (ErrDisconnected) — or until
-// ctx ends or the publish timeout passes, whichever comes first.
+// it (ErrRejected), or the connection goes (ErrUnconfirmed and
+// ErrDisconnected) — or until ctx ends or the publish timeout passes,
+// whichever comes first (ErrUnconfirmed once the message is on its way, the
+// context's error alone before).
 func (p *publisher) publish(ctx context.Context, exchange, key string, mandatory bool, msg amqp.Publishing) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("amqpspace: the message was not sent: %w", err)
+	}
 	ctx, cancel := context.WithTimeout(ctx, p.timeout)
 	defer cancel()
 	msg.AppId = p.appID
@@ -194,7 +201,7 @@ func (p *publisher) publish(ctx context.Context, exchange, key string, mandatory
 		return err
 	case <-ctx.Done():
 		// The writer or the listener still settles w; no one reads it.
-		return fmt.Errorf("amqpspace: the broker has not confirmed the message: %w", ctx.Err())
+		return fmt.Errorf("%w: %w", ErrUnconfirmed, ctx.Err())
 	}
 }
 

@@ -152,9 +152,9 @@ func TestHoldIsBounded(t *testing.T) {
 	rec := &ackRecorder{}
 	var acked []string
 	sub := &subscription{acker: rec, acked: func(k string) { acked = append(acked, k) }}
-	sub.hold(1, "old")
+	sub.hold(1, "old", "", 0)
 	sub.held[1] = heldDelivery{key: "old", since: time.Now().Add(-2 * maxHold)}
-	sub.hold(2, "young")
+	sub.hold(2, "young", "", 0)
 	sub.releaseAll(time.Now().Add(-maxHold))
 	if len(rec.tags) != 1 || rec.tags[0] != 1 || len(acked) != 1 || acked[0] != "old" {
 		t.Fatalf("acknowledged %v (%v), want only tag 1", rec.tags, acked)

@@ -1,63 +1,97 @@
 package amqpspace
 
 import (
+	"cmp"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
 	"fmt"
 	"math/rand/v2"
+	"net"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
 	amqp "github.com/rabbitmq/amqp091-go"
+
+	"github.com/seed72275b23/agency-go/space"
 )
 
 // session is one generation of the space's link to the broker: a
-// connection that publishes and one that consumes (RabbitMQ blocks a
-// connection that publishes too fast; acknowledgements then still flow on
-// the other), and the publishing channel. When any of them fails the
-// session is dead as a whole and the supervisor builds a new one.
+// connection that publishes, with its publishing channel, and connections
+// that consume, each carrying the channels of up to agentsPerConn agents
+// (RabbitMQ blocks a connection that publishes too fast; acknowledgements
+// then still flow on the others). When any of them fails the session is
+// dead as a whole and the supervisor builds a new one.
 type session struct {
-	pubConn, subConn *amqp.Connection
-	pub              *publisher
+	s       *Space
+	pubConn *amqp.Connection
+	pub     *publisher
+
+	subMu sync.Mutex
+	subs  []*consumerConn
 
 	dead     chan struct{} // closed once the session has failed or was closed
 	deadOnce sync.Once
 	err      error // why; set before dead closes
 
-	wg sync.WaitGroup // the session's own goroutines: publisher and watcher
+	wg sync.WaitGroup // the session's own goroutines: publisher and watchers
 }
 
-// dialTimeout bounds one attempt to open a TCP connection to the broker.
+// consumerConn is a consuming connection and the gate in front of it.
+type consumerConn struct {
+	conn   *amqp.Connection
+	gate   *gate
+	agents int // channels handed out, one per agent; under session.subMu
+}
+
+// agentsPerConn is how many agents share a consuming connection. Each
+// agent consumes on a channel of its own (a channel error, such as the
+// refusal of an exclusive consumer, closes the channel, and must not take
+// other agents' consumers with it); RabbitMQ allows 2,047 channels per
+// connection. Spreading agents over more connections also spreads the
+// work of reading them.
+const agentsPerConn = 1000
+
+// dialTimeout bounds one attempt to open a TCP connection to the broker,
+// and each handshake (TLS, AMQP) that follows.
 const dialTimeout = 5 * time.Second
 
-// dial opens a session and declares the exchange.
+// frameSize is the AMQP frame size the space asks for: RabbitMQ's default.
+const frameSize = 128 << 10
+
+// dial opens a session, with one consuming connection, and declares the
+// exchange.
 func (s *Space) dial() (*session, error) {
-	conf := amqp.Config{
-		Heartbeat:       s.cfg.Heartbeat,
-		TLSClientConfig: s.cfg.TLS,
-		Locale:          "en_US",
-		Dial:            amqp.DefaultDial(dialTimeout),
-	}
-	open := func(role string) (*amqp.Connection, error) {
-		// The name shows in the broker's management tools: which exchange,
-		// which role, which process.
-		conf.Properties = amqp.Table{"connection_name": fmt.Sprintf("agency-go amqpspace exchange=%s %s %s", s.cfg.Exchange, role, s.token[:8])}
-		c, err := amqp.DialConfig(s.cfg.URL, conf)
-		if err != nil {
-			return nil, fmt.Errorf("%w: %s: %v", ErrDisconnected, redact(s.cfg.URL), err)
-		}
-		return c, nil
-	}
-	pubConn, err := open("publish")
+	pubConn, _, err := s.open("publish", false)
 	if err != nil {
 		return nil, err
 	}
-	subConn, err := open("consume")
+	sess := &session{s: s, pubConn: pubConn, dead: make(chan struct{})}
+	sess.subMu.Lock()
+	sess.watch(pubConn)
+	_, err = sess.addConsumer()
+	sess.subMu.Unlock()
 	if err != nil {
-		_ = pubConn.Close()
+		sess.close()
+		sess.wg.Wait()
 		return nil, err
 	}
-	sess := &session{pubConn: pubConn, subConn: subConn, dead: make(chan struct{})}
 	ch, err := pubConn.Channel()
-	if err == nil {
+	switch {
+	case err != nil:
+	case s.cfg.ExchangeMustExist:
+		err = ch.ExchangeDeclarePassive(s.cfg.Exchange, "topic", true, false, false, false, nil)
+		var ae *amqp.Error
+		if errors.As(err, &ae) && ae.Code == amqp.NotFound {
+			err = fmt.Errorf("%w: %q (Config.ExchangeMustExist is set; is the name right?)", ErrNoExchange, s.cfg.Exchange)
+		} else if err != nil {
+			err = fmt.Errorf("amqpspace: checking exchange %q: %w", s.cfg.Exchange, err)
+		}
+	default:
 		err = ch.ExchangeDeclare(s.cfg.Exchange, "topic", true, false, false, false, nil)
 		if err != nil {
 			err = fmt.Errorf("amqpspace: declaring exchange %q: %w", s.cfg.Exchange, err)
@@ -68,31 +102,272 @@ func (s *Space) dial() (*session, error) {
 	}
 	if err != nil {
 		sess.close()
+		sess.wg.Wait()
 		return nil, err
 	}
-	sess.pub = newPublisher(&sess.wg, ch, s.token, s.cfg.PublishTimeout, sess.fail)
-
-	pubClosed := pubConn.NotifyClose(make(chan *amqp.Error, 1))
-	subClosed := subConn.NotifyClose(make(chan *amqp.Error, 1))
+	pub := newPublisher(&sess.wg, ch, s.token, s.cfg.PublishTimeout, sess.fail)
+	sess.subMu.Lock() // fail reads it under the lock
+	sess.pub = pub
+	sess.subMu.Unlock()
+	if !sess.alive() {
+		pub.fail(sess.err)
+		sess.wg.Wait()
+		return nil, sess.err
+	}
 	chClosed := ch.NotifyClose(make(chan *amqp.Error, 1))
 	sess.wg.Add(1)
 	go func() {
 		defer sess.wg.Done()
-		var e *amqp.Error
 		select {
-		case e = <-pubClosed:
-		case e = <-subClosed:
-		case e = <-chClosed:
+		case e := <-chClosed:
+			sess.fail(closeError(e))
 		case <-sess.dead:
-			return
 		}
-		if e == nil {
-			sess.fail(fmt.Errorf("%w: connection closed", ErrDisconnected))
-			return
-		}
-		sess.fail(fmt.Errorf("%w: %v", ErrDisconnected, e))
 	}()
 	return sess, nil
+}
+
+// open opens a connection to the broker, with a gate in front of it when
+// it is to consume. The space does the TLS handshake itself, so that the
+// gate reads AMQP frames, not ciphertext.
+func (s *Space) open(role string, gated bool) (*amqp.Connection, *gate, error) {
+	uri := s.cfg.uri
+	fail := func(err error) (*amqp.Connection, *gate, error) {
+		return nil, nil, fmt.Errorf("%w: %s: %v", ErrDisconnected, redact(s.cfg.URL), err)
+	}
+	raw, err := net.DialTimeout("tcp", net.JoinHostPort(uri.Host, strconv.Itoa(uri.Port)), dialTimeout)
+	if err != nil {
+		return fail(err)
+	}
+	// Heartbeats start after the handshakes: until then a dead broker is
+	// noticed by this deadline, which the client library clears once open.
+	_ = raw.SetDeadline(time.Now().Add(dialTimeout))
+	conn := raw
+	if uri.Scheme == "amqps" {
+		conf, err := s.tlsConfig()
+		if err != nil {
+			raw.Close()
+			return nil, nil, err
+		}
+		tc := tls.Client(raw, conf)
+		if err := tc.Handshake(); err != nil {
+			raw.Close()
+			return fail(err)
+		}
+		conn = tc
+	}
+	var g *gate
+	if gated {
+		g = newGate(conn, s.budget, s.cfg.MaxMessageSize)
+		conn = g
+	}
+	sasl, err := saslFor(uri)
+	if err != nil {
+		conn.Close()
+		return nil, nil, fmt.Errorf("%w: URL %q: %v", ErrInvalidConfig, redact(s.cfg.URL), err)
+	}
+	c, err := amqp.Open(conn, amqp.Config{
+		SASL:       sasl,
+		Vhost:      uri.Vhost,
+		ChannelMax: uri.ChannelMax,
+		FrameSize:  frameSize,
+		Heartbeat:  s.cfg.Heartbeat,
+		Locale:     "en_US",
+		// The name shows in the broker's management tools: which exchange,
+		// which role, which process.
+		Properties: amqp.Table{"connection_name": fmt.Sprintf("agency-go amqpspace exchange=%s %s %s", s.cfg.Exchange, role, s.token[:8])},
+	})
+	if err != nil {
+		conn.Close()
+		return fail(err)
+	}
+	return c, g, nil
+}
+
+// tlsConfig is Config.TLS, or what the URL says (its cacertfile, certfile,
+// keyfile and server_name_indication parameters) with the system's roots,
+// and the URL's host as the server name unless one is given.
+func (s *Space) tlsConfig() (*tls.Config, error) {
+	uri := s.cfg.uri
+	var conf *tls.Config
+	if s.cfg.TLS != nil {
+		conf = s.cfg.TLS.Clone()
+	} else {
+		conf = &tls.Config{MinVersion: tls.VersionTLS12, ServerName: uri.ServerName}
+		if uri.CACertFile != "" {
+			pem, err := os.ReadFile(uri.CACertFile)
+			if err != nil {
+				return nil, fmt.Errorf("%w: reading the CA certificate: %v", ErrInvalidConfig, err)
+			}
+			conf.RootCAs = x509.NewCertPool()
+			conf.RootCAs.AppendCertsFromPEM(pem)
+		}
+		if uri.CertFile != "" && uri.KeyFile != "" {
+			cert, err := tls.LoadX509KeyPair(uri.CertFile, uri.KeyFile)
+			if err != nil {
+				return nil, fmt.Errorf("%w: loading the client certificate: %v", ErrInvalidConfig, err)
+			}
+			conf.Certificates = []tls.Certificate{cert}
+		}
+	}
+	if conf.ServerName == "" {
+		conf.ServerName = uri.Host
+	}
+	return conf, nil
+}
+
+// saslFor returns the authentication mechanisms the URL asks for, PLAIN
+// with its user and password by default.
+func saslFor(uri amqp.URI) ([]amqp.Authentication, error) {
+	if len(uri.AuthMechanism) == 0 {
+		return []amqp.Authentication{uri.PlainAuth()}, nil
+	}
+	var out []amqp.Authentication
+	for _, m := range uri.AuthMechanism {
+		switch strings.ToUpper(m) {
+		case "PLAIN":
+			out = append(out, uri.PlainAuth())
+		case "AMQPLAIN":
+			out = append(out, uri.AMQPlainAuth())
+		case "EXTERNAL":
+			out = append(out, &amqp.ExternalAuth{})
+		default:
+			return nil, fmt.Errorf("unsupported auth_mechanism %q", m)
+		}
+	}
+	return out, nil
+}
+
+// watch fails the session when conn closes. The caller holds subMu, which
+// fail takes to mark the session dead: a watcher is never added once the
+// supervisor may be waiting for the session's goroutines.
+func (sess *session) watch(conn *amqp.Connection) {
+	if !sess.alive() {
+		return // fail has run, and closes no connection it did not list
+	}
+	closed := conn.NotifyClose(make(chan *amqp.Error, 1))
+	sess.wg.Add(1)
+	go func() {
+		defer sess.wg.Done()
+		select {
+		case e := <-closed:
+			sess.fail(closeError(e))
+		case <-sess.dead:
+		}
+	}()
+}
+
+func closeError(e *amqp.Error) error {
+	if e == nil {
+		return fmt.Errorf("%w: connection closed", ErrDisconnected)
+	}
+	return fmt.Errorf("%w: %v", ErrDisconnected, e)
+}
+
+// addConsumer opens one more consuming connection. The caller holds subMu,
+// or is dial.
+func (sess *session) addConsumer() (*consumerConn, error) {
+	conn, g, err := sess.s.open("consume", true)
+	if err != nil {
+		return nil, err
+	}
+	if !sess.alive() {
+		// fail has closed the connections on the list: not this one.
+		_ = conn.CloseDeadline(time.Now().Add(closeTimeout))
+		return nil, fmt.Errorf("%w: %v", ErrDisconnected, sess.err)
+	}
+	cc := &consumerConn{conn: conn, gate: g}
+	sess.subs = append(sess.subs, cc)
+	sess.watch(conn)
+	return cc, nil
+}
+
+// reserve opens, all at once, the consuming connections that n agents
+// need, so that they are subscribed again without waiting for each other's
+// connections to open.
+func (sess *session) reserve(n int) error {
+	sess.subMu.Lock()
+	need := (n+agentsPerConn-1)/agentsPerConn - len(sess.subs)
+	sess.subMu.Unlock()
+	if need <= 0 {
+		return nil
+	}
+	type opened struct {
+		conn *amqp.Connection
+		g    *gate
+		err  error
+	}
+	res := make(chan opened, need)
+	for range need {
+		go func() {
+			c, g, err := sess.s.open("consume", true)
+			res <- opened{c, g, err}
+		}()
+	}
+	var first error
+	for range need {
+		o := <-res
+		if o.err != nil {
+			first = cmp.Or(first, o.err)
+			continue
+		}
+		// Not while dialing: an Add meanwhile takes a channel on a
+		// connection already open.
+		sess.subMu.Lock()
+		if sess.alive() {
+			sess.subs = append(sess.subs, &consumerConn{conn: o.conn, gate: o.g})
+			sess.watch(o.conn)
+		} else {
+			_ = o.conn.CloseDeadline(time.Now().Add(closeTimeout)) // fail did not list it
+		}
+		sess.subMu.Unlock()
+	}
+	if first == nil && !sess.alive() {
+		first = fmt.Errorf("%w: %v", ErrDisconnected, sess.err)
+	}
+	return first
+}
+
+// channel opens a channel for one agent's consumers, on a consuming
+// connection with room for it (a new one when all are full).
+func (sess *session) channel() (*amqp.Channel, *consumerConn, error) {
+	sess.subMu.Lock()
+	var cc *consumerConn
+	for _, c := range sess.subs {
+		if c.agents < agentsPerConn {
+			cc = c
+			break
+		}
+	}
+	if cc == nil {
+		if !sess.alive() {
+			sess.subMu.Unlock()
+			return nil, nil, fmt.Errorf("%w: %v", ErrDisconnected, sess.err)
+		}
+		var err error
+		if cc, err = sess.addConsumer(); err != nil {
+			sess.subMu.Unlock()
+			return nil, nil, err
+		}
+	}
+	cc.agents++
+	sess.subMu.Unlock()
+	ch, err := cc.conn.Channel()
+	if err != nil {
+		sess.unchannel(cc)
+		if !sess.alive() || cc.conn.IsClosed() {
+			return nil, nil, fmt.Errorf("%w: opening a channel: %v", ErrDisconnected, err)
+		}
+		return nil, nil, fmt.Errorf("amqpspace: opening a channel: %w", err)
+	}
+	return ch, cc, nil
+}
+
+// unchannel gives back a channel's place on cc.
+func (sess *session) unchannel(cc *consumerConn) {
+	sess.subMu.Lock()
+	cc.agents--
+	sess.subMu.Unlock()
 }
 
 // closeTimeout bounds closing a connection: a broker that has stopped
@@ -104,14 +379,29 @@ const closeTimeout = 2 * time.Second
 // delivery channels close with them.
 func (sess *session) fail(err error) {
 	sess.deadOnce.Do(func() {
+		// Under subMu: a connection on the list is closed below, one added
+		// later sees the session dead (see watch and addConsumer).
+		sess.subMu.Lock()
 		sess.err = err
 		close(sess.dead)
-		if sess.pub != nil {
-			sess.pub.fail(err)
+		subs := slices.Clone(sess.subs)
+		pub := sess.pub
+		sess.subMu.Unlock()
+		if pub != nil {
+			pub.fail(err)
 		}
-		// The consuming connection first: it is the one that frees the
+		// The consuming connections first: they are the ones that free the
 		// agents' consumers, and the publishing one may be stuck.
-		_ = sess.subConn.CloseDeadline(time.Now().Add(closeTimeout))
+		var wg sync.WaitGroup
+		for _, cc := range subs {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				cc.gate.stop() // its count goes, and a paused reader reads the close
+				_ = cc.conn.CloseDeadline(time.Now().Add(closeTimeout))
+			}()
+		}
+		wg.Wait()
 		_ = sess.pubConn.CloseDeadline(time.Now().Add(closeTimeout))
 	})
 }
@@ -136,10 +426,16 @@ const (
 	backoffMax   = 3 * time.Second
 )
 
+// resubscribers is how many agents are subscribed again at once after a
+// reconnect: each takes a few round trips to the broker, which serves
+// channels in parallel.
+const resubscribers = 8
+
 // supervise rebuilds the session each time it dies, until the space
 // closes.
 func (s *Space) supervise(sess *session) {
 	defer s.wg.Done()
+	delay := backoffFirst
 	for {
 		select {
 		case <-sess.dead:
@@ -148,9 +444,9 @@ func (s *Space) supervise(sess *session) {
 		}
 		s.sess.CompareAndSwap(sess, nil)
 		s.log.Warn("amqpspace: lost the broker; reconnecting", "error", sess.err)
+		s.failRequests(sess.err)
 		sess.wg.Wait() // its publisher is done before the next one starts
 		lostAt := time.Now()
-		delay := backoffFirst
 		for attempt := 1; ; attempt++ {
 			jitter := time.Duration(rand.Int64N(int64(delay) / 4))
 			select {
@@ -162,6 +458,7 @@ func (s *Space) supervise(sess *session) {
 			if err == nil {
 				sess = next
 				s.log.Info("amqpspace: reconnected", "attempt", attempt, "outage", time.Since(lostAt).Round(time.Millisecond))
+				delay = backoffFirst
 				break
 			}
 			s.log.Warn("amqpspace: reconnect failed", "attempt", attempt, "error", err)
@@ -170,38 +467,126 @@ func (s *Space) supervise(sess *session) {
 	}
 }
 
-// reconnect dials a new session and re-subscribes every agent. Add and
-// Remove wait while it runs; sending works as soon as the connections are
-// up (until then Send and Request fail at once).
+// failRequests ends the Requests of every agent that wait for a response:
+// the responses come through the consuming connections, which are gone
+// with the session, and may never come (the caller decides whether to ask
+// again).
+func (s *Space) failRequests(cause error) {
+	err := fmt.Errorf("%w: the connection to the broker was lost while the request waited for its response (%v); the request may or may not have been handled", ErrDisconnected, cause)
+	for _, mem := range s.members() {
+		mem.conn.FailRequests(err)
+	}
+}
+
+// reconnect dials a new session and subscribes every agent again. Sending
+// works as soon as the connections are up (until then Send and Request
+// fail at once), and Add and Remove do not wait for the others either:
+// each agent is subscribed again under a lock of its own.
 func (s *Space) reconnect() (*session, error) {
 	sess, err := s.dial()
 	if err != nil {
 		return nil, err
 	}
-	s.topology.Lock()
-	defer s.topology.Unlock()
+	s.sessMu.Lock()
 	select {
 	case <-s.closing:
+		s.sessMu.Unlock()
 		sess.close()
+		sess.wg.Wait()
 		return nil, ErrClosed
 	default:
 	}
 	// Publishing needs no consumers: the agents that are subscribed first
 	// can answer what waited for them while the others are.
 	s.sess.Store(sess)
-	for _, mem := range s.members() {
-		if err := mem.resubscribe(sess); err != nil {
-			if !sess.alive() {
-				s.sess.CompareAndSwap(sess, nil)
-				return nil, err
+	s.sessMu.Unlock()
+
+	// Every agent reserved so far: one whose Add runs now either finishes
+	// on the old session (and is subscribed again here, once its Add lets
+	// go of it) or fails; one reserved after this list was taken sees the
+	// new session.
+	mems := s.reserved()
+	if err := sess.reserve(len(mems)); err != nil {
+		s.sess.CompareAndSwap(sess, nil)
+		sess.close()
+		s.failRequests(err)
+		sess.wg.Wait()
+		return nil, err
+	}
+	// An exclusive consumer of the old connection holds its queue until
+	// the broker has noticed that connection's end, which after a mass
+	// disconnect may take it a few seconds: an agent refused as live
+	// elsewhere is tried again, after the others, before it is given up.
+	for round := 0; len(mems) > 0; round++ {
+		if round > 0 {
+			select {
+			case <-time.After(time.Second):
+			case <-s.closing:
 			}
-			// The id is taken elsewhere now (another process added it
-			// while this one was away) or its queues cannot be declared:
-			// the agent cannot be reached, so it leaves.
-			s.log.Error("amqpspace: agent cannot rejoin after reconnecting; removing it", "agent", mem.id, "error", err)
-			s.wg.Add(1)
-			go s.evict(mem)
 		}
+		mems = s.resubscribeAll(sess, mems, round == resubscribeRounds-1)
+	}
+	if !sess.alive() {
+		s.sess.CompareAndSwap(sess, nil)
+		s.failRequests(sess.err)
+		sess.wg.Wait()
+		return nil, sess.err
 	}
 	return sess, nil
+}
+
+// resubscribeRounds is how often an agent refused as live elsewhere is
+// tried after a reconnect.
+const resubscribeRounds = 4
+
+// resubscribeAll subscribes mems again on sess, resubscribers at a time,
+// and returns those refused as live elsewhere; in the last round, they are
+// removed instead. An agent that cannot rejoin for another reason is
+// removed at once.
+func (s *Space) resubscribeAll(sess *session, mems []*member, last bool) (refused []*member) {
+	var mu sync.Mutex
+	work := make(chan *member)
+	var wg sync.WaitGroup
+	for range min(resubscribers, len(mems)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for mem := range work {
+				if !sess.alive() || s.isClosing() {
+					continue
+				}
+				err := mem.resubscribe(sess)
+				if err == nil || !sess.alive() {
+					continue
+				}
+				if errors.Is(err, space.ErrAgentExists) && !last {
+					mu.Lock()
+					refused = append(refused, mem)
+					mu.Unlock()
+					continue
+				}
+				// The id is taken elsewhere now (another process added it
+				// while this one was away) or its queues cannot be
+				// declared: the agent cannot be reached, so it leaves.
+				s.log.Error("amqpspace: agent cannot rejoin after reconnecting; removing it", "agent", mem.id, "error", err)
+				s.wg.Add(1)
+				go s.evict(mem)
+			}
+		}()
+	}
+	for _, mem := range mems {
+		work <- mem
+	}
+	close(work)
+	wg.Wait()
+	return refused
+}
+
+func (s *Space) isClosing() bool {
+	select {
+	case <-s.closing:
+		return true
+	default:
+		return false
+	}
 }

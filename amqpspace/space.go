@@ -7,9 +7,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	amqp "github.com/rabbitmq/amqp091-go"
 
@@ -20,15 +22,25 @@ import (
 // Errors of an AMQP space, besides those of package space and agency.
 var (
 	// ErrDisconnected is returned while the space has no connection to the
-	// broker (it reconnects by itself), and for a message whose connection
-	// went before the broker confirmed it.
+	// broker (it reconnects by itself), by a Request that was waiting for
+	// its response when the connection was lost, and (with ErrUnconfirmed)
+	// for a message whose connection went before the broker confirmed it.
 	ErrDisconnected = errors.New("amqpspace: not connected to the broker")
 	// ErrRejected is returned when the broker refused a message (a
 	// negative confirmation, for example when a queue is over its limits).
 	ErrRejected = errors.New("amqpspace: the broker refused the message")
+	// ErrUnconfirmed is returned for a message that was handed to the
+	// broker but whose confirmation did not come: the sender's context
+	// ended first, or the connection was lost (the error then matches
+	// ErrDisconnected too). The message may or may not have been
+	// delivered; every other error of Send means it was not sent.
+	ErrUnconfirmed = errors.New("amqpspace: the broker has not confirmed the message; it may or may not have been delivered")
 	// ErrMessageTooLarge is returned for a message whose encoding exceeds
 	// Config.MaxMessageSize.
 	ErrMessageTooLarge = errors.New("amqpspace: message exceeds the size limit")
+	// ErrNoExchange is returned by New when Config.ExchangeMustExist is set
+	// and the broker has no exchange of that name.
+	ErrNoExchange = errors.New("amqpspace: no such exchange on the broker")
 	// ErrClosed is space.ErrClosed: the space has been closed.
 	ErrClosed = space.ErrClosed
 )
@@ -57,12 +69,10 @@ type Space struct {
 	log   *slog.Logger
 	token string // AppId of every message this process publishes
 
-	sess atomic.Pointer[session] // nil while disconnected
+	sess   atomic.Pointer[session] // nil while disconnected
+	sessMu sync.Mutex              // orders storing a new session with Close
 
-	// topology is held for writing while the supervisor re-subscribes the
-	// agents on a new session, and for reading while Add or Remove change
-	// an agent's queues.
-	topology sync.RWMutex
+	budget *budget // what the agents hold of their input; see gate.go
 
 	mu      sync.Mutex
 	agents  map[string]*member
@@ -70,6 +80,8 @@ type Space struct {
 	closing chan struct{} // closed by Close, once every agent is out
 
 	wg sync.WaitGroup // the supervisor and the consumers
+
+	py *pyState // nil unless Config.Interop is set (interop.go)
 }
 
 var _ space.Space = (*Space)(nil)
@@ -91,6 +103,8 @@ func New(ctx context.Context, cfg Config) (*Space, error) {
 		token:   hex.EncodeToString(b[:]),
 		agents:  make(map[string]*member),
 		closing: make(chan struct{}),
+		budget:  newBudget(set.MaxPendingBytes, set.Logger),
+		py:      newPyState(set.Interop),
 	}
 	type dialed struct {
 		sess *session
@@ -140,9 +154,11 @@ func (s *Space) Exchange() string { return s.cfg.Exchange }
 // queue's name (at most 245 bytes), must not end in "-broadcast", which
 // would share another agent's queue, and must not start with "__", the
 // prefix of the space's own routing keys such as "__broadcast__". Without
-// a connection to the broker Add fails with ErrDisconnected. One process
-// holds at most about 2,000 agents per space: each consumes on a channel
-// of its own, and a connection carries 2,047.
+// a connection to the broker Add fails with ErrDisconnected. Each agent
+// consumes on a channel of its own; the space opens a consuming connection
+// for every 1,000 agents. Add does not wait for other agents to be
+// subscribed again after a reconnect; it does wait while the space holds
+// Config.MaxPendingBytes of input (the broker's answers come the same way).
 func (s *Space) Add(ctx context.Context, a *agency.Agent) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -177,10 +193,12 @@ func (s *Space) Add(ctx context.Context, a *agency.Agent) error {
 
 // join claims and binds the agent's queues, connects the agent and starts
 // its consumer. Connecting and the check that the space is still open
-// happen under one lock, so Close sees every agent that Add lets in.
+// happen under one lock, so Close sees every agent that Add lets in. The
+// agent's own lock orders this with its re-subscription after a reconnect
+// (see reconnect): the session is read under it.
 func (s *Space) join(mem *member, a *agency.Agent) (*agency.Conn, error) {
-	s.topology.RLock()
-	defer s.topology.RUnlock()
+	mem.subMu.Lock()
+	defer mem.subMu.Unlock()
 	sess := s.sess.Load()
 	if sess == nil {
 		if s.isClosed() {
@@ -190,10 +208,16 @@ func (s *Space) join(mem *member, a *agency.Agent) (*agency.Conn, error) {
 	}
 	sub, err := mem.claim(sess)
 	if err != nil {
+		if s.isClosed() {
+			return nil, ErrClosed // the session went with the space
+		}
 		return nil, err
 	}
 	if err := mem.bind(sub); err != nil {
 		mem.release(sub)
+		if s.isClosed() {
+			return nil, ErrClosed
+		}
 		return nil, err
 	}
 	// A Remove may come as soon as the agent is visible: it finds its
@@ -303,15 +327,27 @@ func (s *Space) Close(ctx context.Context) error {
 	}
 	wg.Wait()
 
-	close(s.closing)
-	s.topology.Lock() // no reconnect is half done
-	if sess := s.sess.Swap(nil); sess != nil {
+	s.sessMu.Lock()
+	close(s.closing) // a reconnect from now on closes what it dialed
+	sess := s.sess.Swap(nil)
+	s.sessMu.Unlock()
+	if sess != nil {
 		sess.close()
 		sess.wg.Wait()
 	}
-	s.topology.Unlock()
 	s.wg.Wait()
 	return errors.Join(errs...)
+}
+
+// reserved returns every agent Add has reserved an id for, joined or not.
+func (s *Space) reserved() []*member {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	mems := make([]*member, 0, len(s.agents))
+	for _, mem := range s.agents {
+		mems = append(mems, mem)
+	}
+	return mems
 }
 
 // members returns the agents in the space.
@@ -327,12 +363,15 @@ func (s *Space) members() []*member {
 	return mems
 }
 
-// local reports whether id is an agent of this process.
+// local reports whether id is an agent of this process. An id that Add
+// has reserved but not claimed from the broker is not: its Add may yet be
+// refused, the id being live elsewhere, and the messages of that live
+// agent must get through meanwhile.
 func (s *Space) local(id string) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	_, ok := s.agents[id]
-	return ok
+	mem, ok := s.agents[id]
+	return ok && mem.conn != nil
 }
 
 // router publishes one agent's messages.
@@ -349,7 +388,7 @@ func (r router) Route(ctx context.Context, m *agency.Message) error {
 // key, any other message mandatory, so that an id no queue is bound for
 // comes back as agency.ErrNoRecipient.
 func (s *Space) send(ctx context.Context, m *agency.Message) error {
-	body, err := m.MarshalJSON()
+	body, err := s.encode(m) // interop.go: operand/agency's shape in the Python-compatible mode
 	if err != nil {
 		return err
 	}
@@ -369,7 +408,17 @@ func (s *Space) send(ctx context.Context, m *agency.Message) error {
 	if m.To == agency.Broadcast {
 		key, mandatory = broadcastKey, false
 	}
-	msg := amqp.Publishing{ContentType: "application/json", MessageId: m.ID, Body: body}
+	// text/plain in UTF-8, whatever the mode: see contentType in interop.go.
+	msg := amqp.Publishing{ContentType: contentType, ContentEncoding: contentEncoding, MessageId: m.ID, Body: body}
+	if s.cfg.Durable {
+		msg.DeliveryMode = amqp.Persistent
+	}
+	if !m.Deadline.IsZero() {
+		// The broker drops the message once its sender has stopped
+		// waiting, wherever it waits; the recipient checks again when it
+		// gets to it.
+		msg.Expiration = expiration(time.Until(m.Deadline))
+	}
 	err = sess.pub.publish(ctx, s.cfg.Exchange, key, mandatory, msg)
 	if errors.Is(err, agency.ErrNoRecipient) && m.IsResponse() {
 		// An agent that is leaving has unbound its id, but its running
@@ -381,4 +430,14 @@ func (s *Space) send(ctx context.Context, m *agency.Message) error {
 		return fmt.Errorf("%w: %q", agency.ErrNoRecipient, m.To)
 	}
 	return err
+}
+
+// expiration is the per-message TTL (milliseconds, as a string) for a
+// message with d left before its deadline: rounded up, so that the broker
+// never drops it before then, and 0 for a deadline that has passed.
+func expiration(d time.Duration) string {
+	if d <= 0 {
+		return "0"
+	}
+	return strconv.FormatInt(int64((d+time.Millisecond-1)/time.Millisecond), 10)
 }

@@ -35,9 +35,15 @@ func (l *logRecorder) WithAttrs([]slog.Attr) slog.Handler { return l }
 func (l *logRecorder) WithGroup(string) slog.Handler      { return l }
 
 // expect waits for a log record containing text.
-func (l *logRecorder) expect(t *testing.T, text string) {
+func (l *logRecorder) expect(t testing.TB, text string) {
 	t.Helper()
-	deadline := time.After(wait)
+	l.expectWithin(t, text, wait)
+}
+
+// expectWithin waits for a log record containing text, at most d.
+func (l *logRecorder) expectWithin(t testing.TB, text string, d time.Duration) {
+	t.Helper()
+	deadline := time.After(d)
 	for {
 		select {
 		case m := <-l.msgs:
@@ -434,16 +440,31 @@ func TestOtherExchangeIgnored(t *testing.T) {
 }
 
 // An answer is routed through the space's exchange only: one to an id no
-// agent has never lands in a queue that merely has that name.
+// agent has never lands in a queue that merely has that name. The test
+// leaves no queue behind.
 func TestAnswersStayInTheSpace(t *testing.T) {
+	foreign := randomName("orders")
+	t.Run("answers", func(t *testing.T) { answersStayInTheSpace(t, foreign) })
+	ch := bareChannel(t)
+	_, err := ch.QueueDeclarePassive(foreign, false, false, false, false, nil)
+	var ae *amqp.Error
+	if !errors.As(err, &ae) || ae.Code != amqp.NotFound {
+		t.Errorf("queue %s is still on the broker after the test: %v", foreign, err)
+	}
+}
+
+func answersStayInTheSpace(t *testing.T, foreign string) {
 	sp := newSpace(t, amqpspace.Config{})
 	a := agency.MustNewAgent(randomName("Answerer"))
 	addAll(t, sp, a)
 	ch := bareChannel(t)
-	foreign := randomName("orders")
-	if _, err := ch.QueueDeclare(foreign, false, true, false, false, nil); err != nil {
+	// Exclusive: the broker deletes it with the connection, whatever
+	// becomes of the test (auto-delete would wait for a consumer that
+	// never comes, and keep it).
+	if _, err := ch.QueueDeclare(foreign, false, false, true, false, nil); err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { _, _ = ch.QueueDelete(foreign, false, false, false) })
 	ctx, cancel := context.WithTimeout(context.Background(), wait)
 	defer cancel()
 	for _, action := range []string{agency.ResponseAction, agency.ErrorAction} {
@@ -455,7 +476,7 @@ func TestAnswersStayInTheSpace(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	info, err := ch.QueueDeclarePassive(foreign, false, true, false, false, nil)
+	info, err := ch.QueueDeclarePassive(foreign, false, false, true, false, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

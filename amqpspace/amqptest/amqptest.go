@@ -7,13 +7,22 @@
 //		sp := amqptest.NewSpace(t, amqpspace.Config{})
 //		// … add agents; the space closes and its exchange goes when t ends
 //	}
+//
+// StartPython runs agents of operand/agency, the Python library, on an
+// exchange, for tests of the two on one broker.
 package amqptest
 
 import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	neturl "net/url"
 	"os"
+	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -24,33 +33,97 @@ import (
 )
 
 var (
-	probeOnce sync.Once
-	probeErr  error
+	probeMu sync.Mutex
+	probed  = map[string]error{} // broker URL → why it cannot be reached, nil when it can
 )
 
 // URL returns the broker's URL: AMQP_URL, or amqpspace.DefaultURL. When no
-// broker answers there, it skips t, or fails it if CI is "true".
+// broker answers there, it skips t, or fails it if CI is "true". The
+// message names the URL without its password, and without -v (where go
+// test shows no skip message) it also goes once to the terminal, so that a
+// run of go test ./... does not pass silently without its AMQP tests.
 func URL(t testing.TB) string {
 	t.Helper()
 	url := os.Getenv("AMQP_URL")
 	if url == "" {
 		url = amqpspace.DefaultURL
 	}
-	probeOnce.Do(func() {
-		c, err := amqp.DialConfig(url, amqp.Config{Dial: amqp.DefaultDial(3 * time.Second)})
-		if err != nil {
-			probeErr = err
-			return
-		}
-		_ = c.Close()
-	})
-	if probeErr != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("CI=true and no RabbitMQ at %s: %v", url, probeErr)
-		}
-		t.Skipf("no RabbitMQ at %s (%v): start one with `rabbitmq-server -detached`, or point AMQP_URL at one, to run the AMQP tests", url, probeErr)
+	err := probe(url)
+	if err == nil {
+		return url
 	}
+	shown := redact(url)
+	if os.Getenv("CI") == "true" {
+		t.Fatalf("CI=true and no RabbitMQ at %s: %v", shown, err)
+	}
+	msg := fmt.Sprintf("no RabbitMQ at %s (%v): start one with `rabbitmq-server -detached`, or point AMQP_URL at one, to run the AMQP tests", shown, err)
+	noteSkip(msg)
+	t.Skip(msg)
 	return url
+}
+
+// probe dials url once per process and remembers the answer.
+func probe(url string) error {
+	probeMu.Lock()
+	defer probeMu.Unlock()
+	if err, ok := probed[url]; ok {
+		return err
+	}
+	c, err := amqp.DialConfig(url, amqp.Config{Dial: amqp.DefaultDial(3 * time.Second)})
+	if err == nil {
+		_ = c.Close()
+	} else {
+		err = errors.New(scrub(err.Error(), url))
+	}
+	probed[url] = err
+	return err
+}
+
+// redact returns a broker URL with its password replaced by "xxxxx", for
+// test output and logs.
+func redact(raw string) string {
+	u, err := neturl.Parse(raw)
+	if err != nil {
+		return "(unparsable URL)"
+	}
+	return u.Redacted()
+}
+
+// scrub removes the password of url from msg.
+func scrub(msg, url string) string {
+	if u, err := neturl.Parse(url); err == nil {
+		if p, ok := u.User.Password(); ok && p != "" {
+			msg = strings.ReplaceAll(msg, p, "xxxxx")
+		}
+	}
+	return msg
+}
+
+// The skip note: go test shows a passing package's output only with -v, so
+// without it the note goes straight to the terminal, once per test binary.
+// Variables, for this package's tests.
+var (
+	noteOnce sync.Once
+	verbose  = testing.Verbose
+	terminal = func() (io.WriteCloser, error) { return os.OpenFile("/dev/tty", os.O_WRONLY, 0) }
+)
+
+func noteSkip(msg string) {
+	noteOnce.Do(func() { note("skipping the tests that need RabbitMQ", msg) })
+}
+
+// note writes what is skipped, and why, to the terminal unless go test
+// shows it (-v).
+func note(what, msg string) {
+	if verbose() {
+		return // go test prints the skip message itself
+	}
+	w, err := terminal()
+	if err != nil {
+		return // no terminal (CI, say): nobody to tell
+	}
+	defer w.Close()
+	fmt.Fprintf(w, "%s: %s: %s\n", strings.TrimSuffix(filepath.Base(os.Args[0]), ".test"), what, msg)
 }
 
 // Name returns prefix, a dash and a random suffix: ids and names that runs
