@@ -1,6 +1,7 @@
 package openai
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -19,34 +20,44 @@ var ErrNoEndpoint = errors.New("openai: no API key or base URL: set OPENAI_API_K
 
 // Agent is an agent backed by a language model behind an OpenAI-compatible
 // chat-completions API. It learns what the space offers through help,
-// offers every action of every other agent to the model as a tool, and runs
+// offers the actions of the other agents to the model as tools, and runs
 // the tool calls the model makes as requests to those agents.
 //
 // Add its [Agent.Agent] to a space. Others talk to it through its action
 // "say" ([SayArgs]); it answers each say with a say of its own to the sender
 // and returns the same text as the action's value.
 //
-// It runs one turn at a time, like any agent with the default concurrency,
-// and keeps one conversation per partner. An action of another agent that
-// asks this agent to say something while this agent waits for that action
-// waits behind the running turn, until its call times out.
+// It keeps one history per conversation (__meta__.conversation, or the
+// sender's id when a say has none) and runs one turn at a time per
+// conversation, turns of different conversations at once. Its methods are
+// safe for concurrent use.
 type Agent struct {
 	agent  *agency.Agent
 	client *gopenai.Client
 	model  string
 	prompt string // "" sends no system message
 
-	maxSteps    int
-	history     int
-	retries     int
-	backoff     time.Duration
-	callTimeout time.Duration
-	logger      *slog.Logger
+	maxSteps       int
+	retries        int
+	backoff        time.Duration
+	callTimeout    time.Duration
+	requestTimeout time.Duration
+	every, settle  time.Duration
+	params         Params
+	allow, deny    []selector
+	exts           []Extension
+	stream         func(context.Context, Chunk)
+	onUsage        func(ctx context.Context, conversation string, turn, sum Usage)
+	logger         *slog.Logger
+	sleep          func(ctx context.Context, d time.Duration) error // waits between retries; tests record it
 
+	memory  Memory
+	convs   convLocks
+	turns   chan struct{} // one token per turn under way
 	catalog catalog
 
-	convMu        sync.Mutex
-	conversations map[string][]gopenai.ChatCompletionMessage // partner id → history
+	usageMu sync.Mutex
+	usage   *lru[Usage] // conversation → what its turns used
 }
 
 // New returns an LLM agent with the given id, not yet in a space. It fails
@@ -60,6 +71,9 @@ func New(id string, opts ...Option) (*Agent, error) {
 		if err := o(&c); err != nil {
 			return nil, err
 		}
+	}
+	if c.memory != nil && c.history != 0 {
+		return nil, invalid("History bounds the default memory; it cannot be given with WithMemory")
 	}
 	key := optOrEnv(c.apiKey, "OPENAI_API_KEY")
 	baseURL := optOrEnv(c.baseURL, "OPENAI_BASE_URL")
@@ -77,32 +91,43 @@ func New(id string, opts ...Option) (*Agent, error) {
 	}
 
 	a := &Agent{
-		model:         model,
-		prompt:        fmt.Sprintf(defaultPrompt, id),
-		maxSteps:      defaultMaxSteps,
-		history:       defaultHistory,
-		retries:       defaultRetries,
-		backoff:       defaultBackoff,
-		callTimeout:   defaultCallTimeout,
-		logger:        slog.New(slog.DiscardHandler),
-		conversations: make(map[string][]gopenai.ChatCompletionMessage),
+		model:          model,
+		prompt:         fmt.Sprintf(defaultPrompt, id),
+		maxSteps:       or(c.maxSteps, defaultMaxSteps),
+		retries:        defaultRetries,
+		backoff:        defaultBackoff,
+		callTimeout:    or(c.callTimeout, defaultCallTimeout),
+		requestTimeout: or(c.requestTimeout, defaultRequestTimeout),
+		every:          defaultRediscover,
+		settle:         defaultSettle,
+		params:         c.params,
+		allow:          c.allow,
+		deny:           c.deny,
+		exts:           c.exts,
+		stream:         c.stream,
+		onUsage:        c.onUsage,
+		logger:         slog.New(slog.DiscardHandler),
+		sleep:          sleep,
+		memory:         c.memory,
+		turns:          make(chan struct{}, or(c.concurrency, defaultConcurrency)),
+		usage:          newLRU[Usage](defaultConversations),
 	}
 	if c.systemPrompt != nil {
 		a.prompt = *c.systemPrompt
 	}
-	if c.maxSteps != 0 {
-		a.maxSteps = c.maxSteps
-	}
-	if c.history != 0 {
-		a.history = c.history
-	}
 	if c.retriesSet {
 		a.retries, a.backoff = c.retries, c.backoff
 	}
-	if c.callTimeout != 0 {
-		a.callTimeout = c.callTimeout
+	if c.rediscoverSet {
+		a.every, a.settle = c.rediscover, c.settle
 	}
-	agentOpts := []agency.Option{agency.Hooks(a), agency.OwnBroadcasts(false)}
+	if a.memory == nil {
+		a.memory = NewMemory(or(c.history, defaultHistory), defaultConversations)
+	}
+	// Says wait for their conversation in handlers of their own, so that
+	// help answers and other responses are read meanwhile: the agent's
+	// goroutines are many more than its turns.
+	agentOpts := []agency.Option{agency.Hooks(hooks{a}), agency.OwnBroadcasts(false), agency.Concurrency(maxHandlers)}
 	if c.logger != nil {
 		a.logger = c.logger
 		agentOpts = append(agentOpts, agency.Logger(c.logger))
@@ -113,9 +138,7 @@ func New(id string, opts ...Option) (*Agent, error) {
 	if baseURL != "" {
 		cfg.BaseURL = baseURL
 	}
-	if c.httpClient != nil {
-		cfg.HTTPClient = c.httpClient
-	}
+	cfg.HTTPClient = withRetryAfter(c.httpClient)
 	a.client = gopenai.NewClientWithConfig(cfg)
 
 	ag, err := agency.NewAgent(id, agentOpts...)
@@ -124,7 +147,7 @@ func New(id string, opts ...Option) (*Agent, error) {
 	}
 	if err := agency.Register(ag, "say", a.say,
 		agency.Describe("Talk to "+id+", an assistant backed by a language model that can use the actions of the other agents in the space. It answers with a say to the sender and returns the same text."),
-		agency.Returns("the answer"),
+		agency.Returns("the answer; empty when the conversation was handed on and another agent answers"),
 		agency.Example(SayArgs{Content: "What can you do?"}),
 	); err != nil {
 		return nil, err
@@ -133,14 +156,74 @@ func New(id string, opts ...Option) (*Agent, error) {
 	return a, nil
 }
 
+// maxHandlers bounds the agent's handlers at once: says waiting for their
+// conversation or a turn, and hooks.
+const maxHandlers = 1024
+
 // Agent returns the agent to add to a space.
 func (a *Agent) Agent() *agency.Agent { return a.agent }
+
+// Usage returns what the turns of the conversation have used since the
+// agent was created (for the 1,000 conversations used last).
+func (a *Agent) Usage(conversation string) Usage {
+	a.usageMu.Lock()
+	defer a.usageMu.Unlock()
+	u, _ := a.usage.get(conversation)
+	return u
+}
+
+// Continue runs a turn of a conversation handed over by another agent:
+// with c.History (when not nil) as the conversation's history, the model
+// is called at once, and its answer is said to c.Partner (with the
+// conversation's id in __meta__) and returned. It waits while another turn
+// of the conversation runs. It is meant for the handler of an action
+// through which the conversation is handed over (a handoff); the answer is
+// empty when an extension ended the turn without one.
+func (a *Agent) Continue(ctx context.Context, c Continuation) (string, error) {
+	if c.Conversation == "" || c.Partner == "" {
+		return "", errors.New("openai: Continue needs a conversation and a partner")
+	}
+	unlock, err := a.convs.lock(ctx, c.Conversation)
+	if err != nil {
+		return "", err
+	}
+	defer unlock()
+	if c.History != nil {
+		if err := a.memory.Replace(ctx, c.Conversation, c.History); err != nil {
+			return "", fmt.Errorf("openai: the history of %q: %w", c.Conversation, err)
+		}
+	}
+	var replyTo string
+	if m := agency.MessageFrom(ctx); m != nil {
+		replyTo = m.ID
+	}
+	return a.serve(ctx, c.Conversation, c.Partner, nil, replyTo, true, c.Data)
+}
 
 func optOrEnv(opt *string, env string) string {
 	if opt != nil {
 		return *opt
 	}
 	return os.Getenv(env)
+}
+
+func or[T comparable](v, def T) T {
+	var zero T
+	if v == zero {
+		return def
+	}
+	return v
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
 }
 
 // defaultPrompt is the system prompt unless SystemPrompt replaces it; %s is

@@ -1,7 +1,18 @@
 package openai
 
 import (
+	"bufio"
 	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime/debug"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -81,5 +92,306 @@ func TestOnAMQP(t *testing.T) {
 	m := reqs[1].Messages
 	if last := m[len(m)-1]; last.Role != "tool" || last.Content != "5" {
 		t.Errorf("the tool result sent to the model is %+v, want 5", last)
+	}
+}
+
+// peerTimeout bounds each wait for the peer process: a safety net.
+const peerTimeout = 60 * time.Second
+
+// buildPeer builds internal/peer, with the race detector when this test
+// binary has it, and returns its path.
+func buildPeer(t *testing.T) string {
+	t.Helper()
+	if _, err := exec.LookPath("go"); err != nil {
+		t.Skipf("no go command to build the peer: %v", err)
+	}
+	bin := filepath.Join(t.TempDir(), "peer")
+	args := []string{"build", "-o", bin}
+	if info, ok := debug.ReadBuildInfo(); ok {
+		for _, s := range info.Settings {
+			if s.Key == "-race" && s.Value == "true" {
+				args = append(args, "-race")
+			}
+		}
+	}
+	cmd := exec.Command("go", append(args, "./internal/peer")...)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go %s: %v\n%s", strings.Join(cmd.Args[1:], " "), err, out)
+	}
+	return bin
+}
+
+// peer is a running peer process.
+type peer struct {
+	t     *testing.T
+	cmd   *exec.Cmd
+	lines chan string   // its stdout; closed when it ends
+	exit  chan struct{} // closed once it has exited
+	err   error
+}
+
+// startPeer runs the peer with args on the broker and waits for "ready".
+// It is killed, if it still runs, when the test ends.
+func startPeer(t *testing.T, bin string, args ...string) *peer {
+	t.Helper()
+	cmd := exec.Command(bin, append([]string{"-url", amqptest.URL(t)}, args...)...)
+	cmd.Stderr = os.Stderr
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	p := &peer{t: t, cmd: cmd, lines: make(chan string, 16), exit: make(chan struct{})}
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			p.lines <- sc.Text()
+		}
+		close(p.lines)
+		p.err = cmd.Wait()
+		close(p.exit)
+	}()
+	t.Cleanup(func() {
+		select {
+		case <-p.exit:
+		default:
+			_ = cmd.Process.Kill()
+		}
+		for range p.lines {
+		}
+		<-p.exit
+	})
+	p.expect("ready")
+	return p
+}
+
+func (p *peer) expect(want string) {
+	p.t.Helper()
+	select {
+	case got, ok := <-p.lines:
+		if !ok || got != want {
+			<-p.exit
+			p.t.Fatalf("peer printed %q (%v), want %q", got, p.err, want)
+		}
+	case <-time.After(peerTimeout):
+		p.t.Fatalf("peer printed nothing in %v", peerTimeout)
+	}
+}
+
+// stop asks the peer to close its space, which removes its agents, and
+// waits until it has.
+func (p *peer) stop() {
+	p.t.Helper()
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		p.t.Fatal(err)
+	}
+	p.expect("closed")
+	<-p.exit
+	if p.err != nil {
+		p.t.Fatalf("peer: %v", p.err)
+	}
+}
+
+// A tool agent in another process is offered to the model whatever the
+// start order: started after the Assistant, from a turn that surveys the
+// space (every turn here); started before, from the Assistant's first
+// help. It answers a tool call with the conversation of the request;
+// stopped, it is no longer offered at the next turn.
+func TestLateJoinerAcrossProcesses(t *testing.T) {
+	bin := buildPeer(t)
+	for _, order := range []string{"tool agent after the assistant", "tool agent before the assistant"} {
+		t.Run(order, func(t *testing.T) {
+			ex := amqptest.Exchange(t)
+			sp := amqptest.NewSpace(t, amqpspace.Config{Exchange: ex})
+			ctx, cancel := context.WithTimeout(context.Background(), peerTimeout)
+			defer cancel()
+			userID, asstID, toolID := amqptest.Name("User"), amqptest.Name("Assistant"), amqptest.Name("Tool")
+			tool := toolID + "__echo"
+			srv := openaitest.NewServer(t)
+			user := newListener(userID)
+			llm, err := New(asstID, APIKey("k"), BaseURL(srv.URL), HTTPClient(srv.Client()), Retries(0, 0),
+				Rediscover(0, 300*time.Millisecond), CallTimeout(peerTimeout))
+			if err != nil {
+				t.Fatal(err)
+			}
+			f := &fixture{t: t, ctx: ctx, llm: llm}
+			var p *peer
+			if order == "tool agent before the assistant" {
+				p = startPeer(t, bin, "-exchange", ex, "-tools", toolID)
+			}
+			for _, a := range []*agency.Agent{user.Agent, llm.Agent()} {
+				if err := sp.Add(ctx, a); err != nil {
+					t.Fatal(err)
+				}
+			}
+			say := func(text string) string {
+				t.Helper()
+				m := &agency.Message{To: asstID, Action: "say", Args: SayArgs{Content: text}, Meta: map[string]any{"conversation": "c1"}}
+				r, err := user.RequestMessage(ctx, m)
+				if err != nil {
+					t.Fatal(err)
+				}
+				v, _ := agency.Value[string](r)
+				user.next(t, ctx)
+				return v
+			}
+			if p == nil {
+				f.waitCatalog(func(agents map[string][]toolSpec) bool { _, ok := agents[userID]; return ok })
+				p = startPeer(t, bin, "-exchange", ex, "-tools", toolID)
+			}
+			// Each turn surveys the space; over the broker the survey ends
+			// after a quiet period, which a loaded machine may outlast, so
+			// ask until a model call offers the tool.
+			turns := 0
+			for offered := false; !offered; turns++ {
+				srv.Add(openaitest.Step{Text: "nothing to call yet"})
+				say("anything new?")
+				reqs := srv.Requests()
+				offered = slices.Contains(toolNamesOf(reqs[len(reqs)-1]), tool)
+			}
+			t.Logf("offered after %d turn(s)", turns)
+			srv.Add(openaitest.Step{ToolCalls: []openaitest.ToolCall{{Name: tool, Arguments: `{"text":"hi"}`}}},
+				openaitest.Step{Text: "done"})
+			if got := say("call it"); got != "done" {
+				t.Fatalf("answer %q", got)
+			}
+			reqs := srv.Requests()
+			result := reqs[len(reqs)-1].Messages[len(reqs[len(reqs)-1].Messages)-1].Content
+			if !strings.HasPrefix(result, `"`+toolID+"@") || !strings.HasSuffix(result, ` in c1: hi"`) {
+				t.Errorf("the tool's result %s", result)
+			}
+			if strings.Contains(result, fmt.Sprintf("@%d ", os.Getpid())) {
+				t.Errorf("the tool ran in this process: %s", result)
+			}
+
+			p.stop()
+			srv.Add(openaitest.Step{Text: "it is gone"})
+			say("and now?")
+			reqs = srv.Requests()
+			if names := toolNamesOf(reqs[len(reqs)-1]); slices.Contains(names, tool) {
+				t.Errorf("the stopped tool agent is still offered: %v", names)
+			}
+		})
+	}
+}
+
+// Two users in this process talk at once to an Assistant in another
+// process, each in a conversation of its own: their turns overlap there,
+// neither sees the other's, and the Assistant's tool requests and answers
+// carry each one's conversation across the broker.
+func TestConversationsAcrossProcesses(t *testing.T) {
+	bin := buildPeer(t)
+	ex := amqptest.Exchange(t)
+	sp := amqptest.NewSpace(t, amqpspace.Config{Exchange: ex})
+	ctx, cancel := context.WithTimeout(context.Background(), peerTimeout)
+	defer cancel()
+	annID, bobID, asstID, calcID := amqptest.Name("Ann"), amqptest.Name("Bob"), amqptest.Name("Assistant"), amqptest.Name("Calc")
+	add := calcID + "__add"
+
+	bobAsked := make(chan struct{})
+	var once sync.Once
+	step := openaitest.Step{Func: func(r openaitest.Request) openaitest.Step {
+		last := r.Messages[len(r.Messages)-1]
+		switch {
+		case !slices.ContainsFunc(r.Tools, func(tl openaitest.Tool) bool { return tl.Name == add }):
+			return openaitest.Step{Text: "not yet"} // the Assistant has not heard from the Calc yet
+		case last.Role == "tool":
+			return openaitest.Step{Text: "result " + last.Content}
+		case last.Content == "Ann 1":
+			select {
+			case <-bobAsked:
+			case <-r.Context().Done():
+			}
+			return openaitest.Step{ToolCalls: []openaitest.ToolCall{{Name: add, Arguments: `{"a":1,"b":1}`}}}
+		case last.Content == "Bob 1":
+			once.Do(func() { close(bobAsked) })
+			return openaitest.Step{ToolCalls: []openaitest.ToolCall{{Name: add, Arguments: `{"a":2,"b":2}`}}}
+		}
+		return openaitest.Step{Text: "ok " + last.Content}
+	}}
+	srv := openaitest.NewServer(t)
+	var calls received
+	calcAgent := agency.MustNewAgent(calcID)
+	agency.Handle(calcAgent, "add", func(ctx context.Context, args AddArgs) (float64, error) {
+		calls.add(ctx)
+		return args.A + args.B, nil
+	}, agency.Describe("Adds two numbers"))
+	ann, bob := newListener(annID), newListener(bobID)
+	for _, a := range []*agency.Agent{calcAgent, ann.Agent, bob.Agent} {
+		if err := sp.Add(ctx, a); err != nil {
+			t.Fatal(err)
+		}
+	}
+	startPeer(t, bin, "-exchange", ex, "-llm", asstID, "-base-url", srv.URL)
+
+	sayIn := func(u *listener, conv, text string) (string, error) {
+		m := &agency.Message{To: asstID, Action: "say", Args: SayArgs{Content: text}, Meta: map[string]any{"conversation": conv}}
+		r, err := u.RequestMessage(ctx, m)
+		if err != nil {
+			return "", err
+		}
+		return agency.Value[string](r)
+	}
+	// Warm up in a conversation of its own until the Assistant offers the
+	// Calc: its answer to the Assistant's help crosses the broker.
+	for {
+		srv.Add(step)
+		got, err := sayIn(ann, "warm-up", "hello")
+		if err != nil {
+			t.Fatal(err)
+		}
+		ann.next(t, ctx)
+		if got != "not yet" {
+			break
+		}
+	}
+	n := len(srv.Requests())
+	srv.Add(slices.Repeat([]openaitest.Step{step}, 4)...)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	answers := map[string]string{}
+	for _, u := range []*listener{ann, bob} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			name := strings.Split(u.ID(), "-")[0]
+			got, err := sayIn(u, "c-"+name, name+" 1")
+			if err != nil {
+				t.Error(err)
+			}
+			mu.Lock()
+			answers[name] = got
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	if answers["Ann"] != "result 2" || answers["Bob"] != "result 4" {
+		t.Fatalf("answers %v", answers)
+	}
+	for _, u := range []*listener{ann, bob} {
+		name := strings.Split(u.ID(), "-")[0]
+		m := u.next(t, ctx)
+		if m.From != asstID || m.Meta["conversation"] != "c-"+name || contentOf(m) != answers[name] {
+			t.Errorf("%s heard %v from %s with %v", name, m.Args, m.From, m.Meta)
+		}
+	}
+	c := calls.get()
+	if len(c) != 2 {
+		t.Fatalf("%d calls", len(c))
+	}
+	for _, m := range c {
+		want := map[string]string{`{"a":1,"b":1}`: "c-Ann", `{"a":2,"b":2}`: "c-Bob"}[string(m.Args.(json.RawMessage))]
+		if m.Meta["conversation"] != want || m.From != asstID {
+			t.Errorf("the call %s from %s carries %v, want %s", m.Args, m.From, m.Meta["conversation"], want)
+		}
+	}
+	for _, r := range srv.Requests()[n:] {
+		for _, m := range r.Messages[1:] {
+			if m.Role == "user" && m.Content != lastUser(r) {
+				t.Errorf("a request of %q holds %q", lastUser(r), m.Content)
+			}
+		}
 	}
 }

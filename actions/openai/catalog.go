@@ -6,24 +6,41 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
+	"time"
 	"unicode/utf8"
 
 	"github.com/seed72275b23/agency-go/agency"
 )
 
 // catalog holds what the agent knows of the space: every other agent it has
-// heard from and the actions that agent's help offers it. Hooks write it on
-// the agent's goroutine; tool calls of a running turn refresh and drop
-// entries from theirs, hence the lock.
+// heard from and the actions that agent's help offers it. Hooks and turns
+// read and write it from several goroutines, hence the lock.
 type catalog struct {
 	mu      sync.Mutex
 	agents  map[string][]toolSpec // agent id → its actions, sorted by name
-	helpIDs map[string]string     // id of a help message sent → its recipient (or Broadcast)
+	asking  *lru[helpAsked]       // agent id → the help sent to it and not answered yet
 	changed chan struct{}         // closed and replaced on every change (tests wait on it)
+	asked   time.Time             // when the space was last surveyed
+	survey  chan struct{}         // closed when the survey under way ends; nil when none is
+	stop    context.CancelFunc    // ends the survey made on joining, while it runs
 }
+
+// helpAsked is the latest help sent to one agent, whose answer has not
+// come.
+type helpAsked struct {
+	id    string    // the help message's id
+	at    time.Time // when it was sent
+	spoke bool      // the agent sent something since
+}
+
+// maxAsking bounds the agents whose answer to help the agent awaits at
+// once: past it, the one asked longest ago is forgotten (its answer is
+// still taken when it comes; meanwhile it may be asked again).
+const maxAsking = 256
 
 // toolSpec is one action of another agent, as the model sees it.
 type toolSpec struct {
@@ -34,7 +51,7 @@ type toolSpec struct {
 
 func (c *catalog) init() {
 	c.agents = make(map[string][]toolSpec)
-	c.helpIDs = make(map[string]string)
+	c.asking = newLRU[helpAsked](maxAsking)
 	c.changed = make(chan struct{})
 }
 
@@ -44,13 +61,18 @@ func (c *catalog) notify() {
 	c.changed = make(chan struct{})
 }
 
-// snapshot returns every tool, sorted by agent and action.
-func (c *catalog) snapshot() []toolSpec {
+// snapshot returns every tool that allow and deny let through, sorted by
+// agent and action.
+func (c *catalog) snapshot(allow, deny []selector) []toolSpec {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	var specs []toolSpec
 	for _, s := range c.agents {
-		specs = append(specs, s...)
+		for _, t := range s {
+			if offered(toolKey{t.Agent, t.Action}, allow, deny) {
+				specs = append(specs, t)
+			}
+		}
 	}
 	slices.SortFunc(specs, func(x, y toolSpec) int {
 		if n := strings.Compare(x.Agent, y.Agent); n != 0 {
@@ -61,6 +83,7 @@ func (c *catalog) snapshot() []toolSpec {
 	return specs
 }
 
+// set records the actions of agent id.
 func (c *catalog) set(id string, specs []toolSpec) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -75,26 +98,68 @@ func (c *catalog) drop(id string) {
 	c.notify()
 }
 
-// AfterAdd asks every agent in the space for help. The answers come to
-// HandleActionValue once the agent handles messages.
-func (a *Agent) AfterAdd(ctx context.Context) {
+// hooks holds the agent's hook methods, so that they are no part of the
+// Agent's API.
+type hooks struct{ a *Agent }
+
+// AfterAdd starts a survey of the space (see surveySpace), which the first
+// turn waits for, and runs the extensions' Added hooks. The survey runs
+// beside the agent: its answers do not wait for the agent to handle
+// messages.
+func (h hooks) AfterAdd(ctx context.Context) {
+	a := h.a
 	c := &a.catalog
+	sctx, stop := context.WithCancel(context.WithoutCancel(ctx))
+	done := make(chan struct{})
 	c.mu.Lock()
 	// A new space: forget the old one.
 	clear(c.agents)
-	clear(c.helpIDs)
+	c.asking = newLRU[helpAsked](maxAsking)
+	c.asked, c.survey, c.stop = time.Now(), done, stop
 	c.notify()
 	c.mu.Unlock()
-	a.sendHelp(ctx, agency.Broadcast)
+	go func() {
+		defer stop()
+		a.surveySpace(sctx, "", nil)
+		c.mu.Lock()
+		c.survey, c.stop = nil, nil
+		c.mu.Unlock()
+		close(done)
+	}()
+	for _, x := range a.exts {
+		if x.Added != nil {
+			x.Added(ctx)
+		}
+	}
+}
+
+// BeforeRemove runs the extensions' Removing hooks, and ends the survey
+// made on joining if it still runs.
+func (h hooks) BeforeRemove(ctx context.Context) {
+	for _, x := range h.a.exts {
+		if x.Removing != nil {
+			x.Removing(ctx)
+		}
+	}
+	c := &h.a.catalog
+	c.mu.Lock()
+	stop, done := c.stop, c.survey
+	c.mu.Unlock()
+	if stop != nil {
+		stop()
+		<-done
+	}
 }
 
 // HandleActionValue reads the answers to help; other responses (to the says
 // the agent sends) are only noted.
-func (a *Agent) HandleActionValue(ctx context.Context, m *agency.Message) {
+func (h hooks) HandleActionValue(ctx context.Context, m *agency.Message) {
+	a := h.a
 	if !a.isHelpAnswer(m) {
-		a.notice(ctx, m.From)
+		a.notice(ctx, m.From, "")
 		return
 	}
+	a.answered(m, false)
 	help, err := agency.Value[map[string]json.RawMessage](m)
 	if err != nil {
 		a.logger.Warn("openai: unreadable help answer", "from", m.From, "error", err)
@@ -104,71 +169,213 @@ func (a *Agent) HandleActionValue(ctx context.Context, m *agency.Message) {
 }
 
 // HandleActionError handles the errors that answer the agent's sends: an
-// agent whose help fails is known with no actions.
-func (a *Agent) HandleActionError(ctx context.Context, m *agency.Message, err *agency.ActionError) {
-	if a.isHelpAnswer(m) {
-		a.logger.Warn("openai: help failed", "from", m.From, "error", err)
-		a.catalog.set(m.From, nil)
+// agent whose help fails is known with no actions; one the space says is
+// not there is forgotten, so that a later agent with its id is asked again
+// (at once, if it has spoken meanwhile).
+func (h hooks) HandleActionError(ctx context.Context, m *agency.Message, err *agency.ActionError) {
+	a := h.a
+	if !a.isHelpAnswer(m) {
+		a.logger.Debug("openai: error response", "from", m.From, "error", err)
+		a.notice(ctx, m.From, "")
 		return
 	}
-	a.logger.Debug("openai: error response", "from", m.From, "error", err)
-	a.notice(ctx, m.From)
+	gone := errors.Is(err, agency.ErrNoRecipient)
+	latest, again := a.answered(m, gone)
+	switch {
+	case gone && latest:
+		a.catalog.drop(m.From)
+		if again {
+			a.notice(ctx, m.From, "")
+		}
+	case gone:
+		// An older help found its agent gone; a newer one is under way.
+	default:
+		a.logger.Warn("openai: help failed", "from", m.From, "error", err)
+		a.catalog.set(m.From, nil)
+	}
 }
 
-// isHelpAnswer reports whether m answers a help the agent sent, and forgets
-// a targeted help once answered.
+// helpSuffix ends the id of every help the agent sends to one agent, so
+// that an answer to it is known as one whatever the agent remembers of it.
+const helpSuffix = ".help"
+
+// isHelpAnswer reports whether m answers a help the agent sent.
 func (a *Agent) isHelpAnswer(m *agency.Message) bool {
+	return strings.HasSuffix(m.ParentID, helpSuffix) && m.From != a.agent.ID()
+}
+
+// answered forgets the help to m's sender that m answers, and reports
+// whether it was the latest one sent to it, and whether the sender spoke
+// while it waited. A gone answer to an older help forgets nothing: the
+// newer one, to an agent that may have joined since with the same id, is
+// still awaited.
+func (a *Agent) answered(m *agency.Message, gone bool) (latest, spoke bool) {
 	c := &a.catalog
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	to, ok := c.helpIDs[m.ParentID]
-	if !ok || (to != agency.Broadcast && to != m.From) {
-		return false
+	h, ok := c.asking.get(m.From)
+	latest = ok && h.id == m.ParentID
+	if latest || (ok && !gone) {
+		c.asking.remove(m.From)
 	}
-	if to != agency.Broadcast {
-		delete(c.helpIDs, m.ParentID)
-	}
-	return m.From != a.agent.ID()
+	return latest, ok && h.spoke
 }
 
 // notice asks an agent the catalog does not know for help. The answer comes
-// to HandleActionValue, after the running action. It asks on every message
-// until an answer comes, never more often than the agent talks: a help that
-// found its agent gone (Send cannot tell) must not leave a later agent with
-// the same id unknown for good.
-func (a *Agent) notice(ctx context.Context, id string) {
-	c := &a.catalog
-	c.mu.Lock()
-	_, known := c.agents[id]
-	c.mu.Unlock()
-	if id != a.agent.ID() && !known {
-		a.sendHelp(ctx, id)
+// to HandleActionValue. While a help to it waits for its answer, it is not
+// asked again for helpAgain, however much it talks (an operand/agency
+// agent on a broker without interop never answers): the agent is noted as
+// having spoken, so that it is asked again at once if that help finds its
+// agent gone (a later agent with the same id must not stay unknown; see
+// HandleActionError). The help carries the conversation being served, if
+// any.
+func (a *Agent) notice(ctx context.Context, id, conversation string) {
+	if id == a.agent.ID() {
+		return
 	}
-}
-
-// sendHelp sends help to id (or Broadcast), its answers to come to the
-// response hooks. The message id is recorded before the send, so that no
-// answer can come first.
-func (a *Agent) sendHelp(ctx context.Context, to string) {
 	c := &a.catalog
-	m := &agency.Message{To: to, ID: agency.NewID(), Action: agency.HelpAction}
 	c.mu.Lock()
-	c.helpIDs[m.ID] = to
+	if _, known := c.agents[id]; known {
+		c.mu.Unlock()
+		return
+	}
+	if h, asked := c.asking.get(id); asked && time.Since(h.at) < a.helpAgain() {
+		h.spoke = true
+		c.asking.put(id, h)
+		c.mu.Unlock()
+		return
+	}
+	// Recorded before the send, so that no answer can come first; an older
+	// help to id is forgotten (its answer is still taken).
+	msgID := agency.NewID() + helpSuffix
+	c.asking.put(id, helpAsked{id: msgID, at: time.Now()})
 	c.mu.Unlock()
+	m := &agency.Message{To: id, ID: msgID, Action: agency.HelpAction}
+	if conversation != "" {
+		m.Meta = map[string]any{metaConversation: conversation}
+	}
 	if _, err := a.agent.SendMessage(ctx, m); err != nil {
-		a.logger.Warn("openai: help not sent", "to", to, "error", err)
+		a.logger.Warn("openai: help not sent", "to", id, "error", err)
 		c.mu.Lock()
-		delete(c.helpIDs, m.ID)
+		if h, ok := c.asking.get(id); ok && h.id == msgID {
+			c.asking.remove(id)
+		}
 		c.mu.Unlock()
 	}
 }
 
-// refresh asks one agent for help and waits for the answer; it works inside
-// a running action because responses to a Request bypass the inbox.
-func (a *Agent) refresh(ctx context.Context, id string) {
-	ctx, cancel := context.WithTimeout(ctx, a.callTimeout)
+// helpAgain is how long the agent waits for an agent's answer to help
+// before it asks that agent again.
+func (a *Agent) helpAgain() time.Duration { return max(a.every, a.settle) }
+
+// maxProbes bounds the agents a survey's turn asks directly.
+const maxProbes = 8
+
+// rediscover brings the catalog up to date at the start of a turn of
+// conversation: when a survey is under way (the one made on joining, or
+// another turn's), it waits for it; else, when the last survey is older
+// than Rediscover's every, it surveys the space (see surveySpace).
+func (a *Agent) rediscover(ctx context.Context, conversation string) {
+	c := &a.catalog
+	c.mu.Lock()
+	if done := c.survey; done != nil {
+		c.mu.Unlock()
+		select {
+		case <-done:
+		case <-ctx.Done():
+		}
+		return
+	}
+	if time.Since(c.asked) < a.every {
+		c.mu.Unlock()
+		return
+	}
+	done := make(chan struct{})
+	c.survey, c.asked = done, time.Now()
+	known := slices.Sorted(maps.Keys(c.agents))
+	c.mu.Unlock()
+	defer func() {
+		c.mu.Lock()
+		c.survey = nil
+		c.mu.Unlock()
+		close(done)
+	}()
+	a.surveySpace(ctx, conversation, known)
+}
+
+// surveySpace surveys the space (agency.Survey: complete when every agent
+// it reached has answered, on a space that can tell who that is, such as
+// space.Local; after settle without a new answer on one that cannot, such
+// as amqpspace; after twice settle at most), then asks directly, at most
+// maxProbes, the agents whose help has a shape of its own and the agents
+// in known that did not answer, and forgets those the space says are gone.
+func (a *Agent) surveySpace(ctx context.Context, conversation string, known []string) {
+	c := &a.catalog
+	// An agent busy with a long action answers help after it: the survey
+	// waits for it only so long.
+	sctx, cancel := context.WithTimeout(ctx, 2*a.settle)
+	var meta map[string]any // the survey on joining serves no conversation
+	if conversation != "" {
+		meta = map[string]any{metaConversation: conversation}
+	}
+	found, err := agency.Survey(sctx, a.agent, agency.SurveyQuiet(a.settle), agency.SurveyMeta(meta))
+	cancel()
+	if err != nil && ctx.Err() != nil {
+		return
+	}
+	var ask []string // agents to ask directly
+	for _, id := range slices.Sorted(maps.Keys(found)) {
+		help := found[id]
+		raw := make(map[string]json.RawMessage, len(help))
+		custom := false
+		for name, h := range help {
+			raw[name], _ = json.Marshal(h)
+			custom = custom || !isObject(h.Args)
+		}
+		switch {
+		case !custom:
+			c.set(id, toolSpecs(id, raw))
+		case !slices.Contains(known, id):
+			// A help entry of its own shape (CustomHelp), which the survey
+			// does not keep: ask for it as it is.
+			ask = append(ask, id)
+		}
+	}
+	for _, id := range known {
+		if _, ok := found[id]; !ok {
+			ask = append(ask, id)
+		}
+	}
+	if len(ask) > maxProbes {
+		ask = ask[:maxProbes]
+	}
+	var wg sync.WaitGroup
+	for _, id := range ask {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			a.refresh(ctx, id, conversation, a.settle)
+		}()
+	}
+	wg.Wait()
+}
+
+// refresh asks one agent for help and waits for the answer, at most
+// timeout; it works inside a running action because responses to a
+// Request bypass the inbox. An agent that the space says is gone is
+// dropped.
+func (a *Agent) refresh(ctx context.Context, id, conversation string, timeout time.Duration) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	help, err := agency.Call[map[string]json.RawMessage](ctx, a.agent, id, agency.HelpAction, nil)
+	m := &agency.Message{To: id, Action: agency.HelpAction}
+	if conversation != "" {
+		m.Meta = map[string]any{metaConversation: conversation}
+	}
+	r, err := a.agent.RequestMessage(ctx, m)
+	var help map[string]json.RawMessage
+	if err == nil {
+		help, err = agency.Value[map[string]json.RawMessage](r)
+	}
 	switch {
 	case errors.Is(err, agency.ErrNoRecipient):
 		a.catalog.drop(id)
@@ -189,7 +396,7 @@ func toolSpecs(agent string, help map[string]json.RawMessage) []toolSpec {
 		s := toolSpec{Agent: agent, Action: action}
 		var h agency.ActionHelp
 		if err := json.Unmarshal(raw, &h); err == nil && isObject(h.Args) {
-			s.Params = h.Args
+			s.Params = schemaOf(h.Args)
 			s.Description = describe(agent, action, h.Description)
 			if h.Access == agency.Requested.String() {
 				s.Description += " (The agent asks for approval before each call; it may refuse.)"
@@ -202,6 +409,29 @@ func toolSpecs(agent string, help map[string]json.RawMessage) []toolSpec {
 	}
 	slices.SortFunc(specs, func(x, y toolSpec) int { return strings.Compare(x.Action, y.Action) })
 	return specs
+}
+
+// schemaOf returns the JSON Schema of an action's arguments from the args
+// of its help entry. That is the schema itself for an agent of this
+// library; an operand/agency (Python) agent lists its arguments instead,
+// {"name": {"type": …, "description": …}, …}, which becomes the properties
+// of an object schema (Python's help does not say which are required).
+func schemaOf(args json.RawMessage) json.RawMessage {
+	var top map[string]json.RawMessage
+	if err := json.Unmarshal(args, &top); err != nil {
+		return args
+	}
+	var kind string
+	if t, ok := top["type"]; ok && json.Unmarshal(t, &kind) == nil {
+		return args // a schema: its "type" is a string
+	}
+	for _, v := range top {
+		if !isObject(v) {
+			return args
+		}
+	}
+	// The arguments keep the order the agent listed them in.
+	return slices.Concat([]byte(`{"type":"object","properties":`), bytes.TrimSpace(args), []byte(`}`))
 }
 
 func describe(agent, action, text string) string {

@@ -92,6 +92,7 @@ func (f *fixture) start(known []string, opts ...Option) *Agent {
 		}
 		return true
 	})
+	f.surveyed()
 	return llm
 }
 
@@ -112,6 +113,24 @@ func (f *fixture) waitCatalog(cond func(map[string][]toolSpec) bool) {
 		case <-f.ctx.Done():
 			f.t.Fatalf("the catalog never reached the expected state; it has %v", f.catalogAgents())
 		}
+	}
+}
+
+// surveyed waits until no survey of the space is under way (the one the
+// LLM agent made on joining, say).
+func (f *fixture) surveyed() {
+	f.t.Helper()
+	c := &f.llm.catalog
+	c.mu.Lock()
+	done := c.survey
+	c.mu.Unlock()
+	if done == nil {
+		return
+	}
+	select {
+	case <-done:
+	case <-f.ctx.Done():
+		f.t.Fatal("the survey did not end")
 	}
 }
 

@@ -3,6 +3,9 @@ package openai
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"slices"
 	"strings"
 
 	gopenai "github.com/sashabaranov/go-openai"
@@ -16,29 +19,96 @@ const maxToolName = 64
 type toolKey struct{ Agent, Action string }
 
 // toolSet is the tools of one model call and the way back from a tool name
-// to the action it stands for.
+// to what it stands for: an action of the catalog, or the extension that
+// offered it.
 type toolSet struct {
 	tools  []gopenai.Tool
 	byName map[string]toolKey
+	ext    map[string]int // tool name → index of the extension that offered it
 }
 
-// newToolSet makes one function tool per spec; see toolNames.
-func newToolSet(specs []toolSpec) toolSet {
+// newToolSet makes one function tool per spec (see toolNames), then one
+// per extension tool, owner[i] being the index of the extension that
+// offered extra[i]. An extension tool with a bad or taken name is an error.
+func newToolSet(specs []toolSpec, extra []Tool, owner []int) (toolSet, error) {
 	keys := make([]toolKey, len(specs))
 	for i, s := range specs {
 		keys[i] = toolKey{s.Agent, s.Action}
 	}
 	names := toolNames(keys)
-	ts := toolSet{tools: make([]gopenai.Tool, len(specs)), byName: make(map[string]toolKey, len(specs))}
+	ts := toolSet{tools: make([]gopenai.Tool, 0, len(specs)+len(extra)), byName: make(map[string]toolKey, len(specs))}
 	for i, s := range specs {
-		ts.tools[i] = gopenai.Tool{Type: gopenai.ToolTypeFunction, Function: &gopenai.FunctionDefinition{
+		ts.tools = append(ts.tools, gopenai.Tool{Type: gopenai.ToolTypeFunction, Function: &gopenai.FunctionDefinition{
 			Name:        names[i],
 			Description: s.Description,
 			Parameters:  s.Params,
-		}}
+		}})
 		ts.byName[names[i]] = keys[i]
 	}
-	return ts
+	if len(extra) > 0 {
+		ts.ext = make(map[string]int, len(extra))
+	}
+	for i, t := range extra {
+		if !readable(t.Name) || len(t.Name) > maxToolName || strings.Contains(t.Name, "__") {
+			return toolSet{}, fmt.Errorf("openai: extension tool name %q: want ^[a-zA-Z0-9_-]{1,64}$ without \"__\"", t.Name)
+		}
+		_, isCatalog := ts.byName[t.Name]
+		if _, taken := ts.ext[t.Name]; taken || isCatalog {
+			return toolSet{}, fmt.Errorf("openai: extension tool %q offered twice", t.Name)
+		}
+		params := t.Parameters
+		if params == nil {
+			params = json.RawMessage(`{"type":"object","properties":{}}`)
+		} else if !isObject(params) {
+			return toolSet{}, fmt.Errorf("openai: extension tool %q: its parameters are not a JSON object", t.Name)
+		}
+		ts.tools = append(ts.tools, gopenai.Tool{Type: gopenai.ToolTypeFunction, Function: &gopenai.FunctionDefinition{
+			Name:        t.Name,
+			Description: t.Description,
+			Parameters:  params,
+		}})
+		ts.ext[t.Name] = owner[i]
+	}
+	return ts, nil
+}
+
+// selector names actions of an agent for Allow and Deny: every action
+// when actions is empty; every agent when agent is "*".
+type selector struct {
+	agent   string
+	actions []string
+}
+
+func newSelector(opt, agent string, actions []string) (selector, error) {
+	if agent == "" {
+		return selector{}, invalid("%s(\"\"): name an agent id, or \"*\" for every agent", opt)
+	}
+	for _, a := range actions {
+		if a == "" {
+			return selector{}, invalid("%s(%q, \"\"): an empty action name", opt, agent)
+		}
+	}
+	return selector{agent: agent, actions: slices.Clone(actions)}, nil
+}
+
+func (s selector) matches(k toolKey) bool {
+	return (s.agent == "*" || s.agent == k.Agent) && (len(s.actions) == 0 || slices.Contains(s.actions, k.Action))
+}
+
+// offered reports whether the model is offered the action k: see Allow and
+// Deny.
+func offered(k toolKey, allow, deny []selector) bool {
+	for _, s := range deny {
+		if s.matches(k) {
+			return false
+		}
+	}
+	for _, s := range allow {
+		if s.matches(k) {
+			return true
+		}
+	}
+	return len(allow) == 0 && k.Action != "say"
 }
 
 // toolNames returns a distinct API-valid name for each key (the keys are

@@ -126,7 +126,10 @@ func TestToolSet(t *testing.T) {
 		{Agent: "svc.calc", Action: "add", Description: "d1", Params: json.RawMessage(`{"type":"object","properties":{"a":{"type":"number"}}}`)},
 		{Agent: "Weather", Action: "forecast", Description: "d2", Params: json.RawMessage(`{"type":"object"}`)},
 	}
-	ts := newToolSet(specs)
+	ts, err := newToolSet(specs, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if len(ts.tools) != 2 {
 		t.Fatalf("%d tools", len(ts.tools))
 	}
@@ -182,12 +185,35 @@ func TestToolSpecsCustomHelp(t *testing.T) {
 	}
 }
 
+// An operand/agency (Python) agent lists its arguments where a schema
+// would be; they become the properties of an object schema, which a model
+// API accepts. A Go schema with an argument named "type" stays as it is.
+func TestToolSpecsPythonHelp(t *testing.T) {
+	help := map[string]json.RawMessage{
+		"shout": json.RawMessage(`{"description":"Shouts","args":{"text":{"type":"string","description":"what to shout"}},"returns":{"type":"string"}}`),
+		"typed": json.RawMessage(`{"description":"Takes an argument named type","args":{"type":{"type":"string"}}}`),
+		"none":  json.RawMessage(`{"description":"No arguments","args":{}}`),
+		"go":    json.RawMessage(`{"description":"Go","args":{"type":"object","properties":{"type":{"type":"string"}},"required":["type"]}}`),
+	}
+	want := map[string]string{
+		"shout": `{"type":"object","properties":{"text":{"type":"string","description":"what to shout"}}}`,
+		"typed": `{"type":"object","properties":{"type":{"type":"string"}}}`,
+		"none":  `{"type":"object","properties":{}}`,
+		"go":    `{"type":"object","properties":{"type":{"type":"string"}},"required":["type"]}`,
+	}
+	for _, s := range toolSpecs("PyAgent", help) {
+		if !sameJSON(s.Params, []byte(want[s.Action])) {
+			t.Errorf("%s: parameters %s, want %s", s.Action, s.Params, want[s.Action])
+		}
+	}
+}
+
 func TestTrimHistory(t *testing.T) {
-	msg := func(role, content string) chatMessage { return chatMessage{Role: role, Content: content} }
-	conv := []chatMessage{
+	msg := func(role, content string) Message { return Message{Role: role, Content: content} }
+	conv := []Message{
 		msg("user", "1"), msg("assistant", "2"),
 		msg("user", "3"),
-		{Role: "assistant", ToolCalls: []gopenai.ToolCall{{ID: "a"}, {ID: "b"}}},
+		{Role: "assistant", ToolCalls: []ToolCall{{ID: "a"}, {ID: "b"}}},
 		{Role: "tool", ToolCallID: "a"}, {Role: "tool", ToolCallID: "b"},
 		msg("assistant", "4"),
 	}

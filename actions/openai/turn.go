@@ -5,12 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
+	"maps"
 	"strings"
 	"sync"
-	"time"
-
-	gopenai "github.com/sashabaranov/go-openai"
 
 	"github.com/seed72275b23/agency-go/agency"
 )
@@ -20,172 +17,374 @@ type SayArgs struct {
 	Content string `json:"content" validate:"min=1" jsonschema:"description=what to say"`
 }
 
-// replyMeta is the __meta__ key that marks a say as the answer to the
-// message with the given id. A say that carries it is answered only as the
-// action's value, never with a say back, so two LLM agents cannot keep
-// answering each other for ever.
-const replyMeta = "in_reply_to"
+// The __meta__ keys the agent reads and writes.
+const (
+	// metaConversation keys the history: every message the agent sends
+	// while serving a conversation carries it.
+	metaConversation = "conversation"
+	// metaReply marks a say as the answer to the message with the given
+	// id. A say that carries it is answered only as the action's value,
+	// never with a say back, so two LLM agents cannot keep answering each
+	// other for ever.
+	metaReply = "in_reply_to"
+	// metaToolCall is the __meta__ key of a request made for a model's
+	// tool call, holding the call's id. A say that carries it (one LLM
+	// agent calling another's say as a tool) is answered only as the
+	// action's value: the caller reads it as the tool's result, and a say
+	// back would start a turn of its own that nobody reads.
+	metaToolCall = "tool_call_id"
+	// metaThoughts carries the text the model wrote beside its tool calls.
+	metaThoughts = "thoughts"
+)
 
-// toolCallMeta is the __meta__ key of a request made for a model's tool
-// call, holding the call's id. A say that carries it (one LLM agent calling
-// another's say as a tool) is answered only as the action's value: the
-// caller reads it as the tool's result, and a say back would start a turn
-// of its own that nobody reads.
-const toolCallMeta = "tool_call_id"
+// conversationOf returns the conversation a message belongs to: its
+// __meta__.conversation, or its sender's id.
+func conversationOf(m *agency.Message) string {
+	if c, ok := m.Meta[metaConversation].(string); ok && c != "" {
+		return c
+	}
+	return m.From
+}
 
-type chatMessage = gopenai.ChatCompletionMessage
-
-// say runs one turn of the conversation with the sender: model calls and
-// tool calls until the model answers in text. It says the answer back to
-// the sender and returns it; when the model cannot be used it says and
-// returns an error text that starts with "Sorry, ".
+// say runs one turn of the sender's conversation: model calls and tool
+// calls until the model answers in text. It says the answer back to the
+// sender and returns it; when the model cannot be used it says and returns
+// an error text that starts with "Sorry, ".
 func (a *Agent) say(ctx context.Context, args SayArgs) (string, error) {
 	m := agency.MessageFrom(ctx)
-	partner := m.From
-	a.notice(ctx, partner)
-
-	conv := append(a.conversation(partner), chatMessage{Role: gopenai.ChatMessageRoleUser, Content: args.Content})
-	answer, conv, err := a.turn(ctx, partner, conv)
-	a.keep(partner, conv)
-	if err != nil && ctx.Err() != nil {
-		return "", err // the agent is being taken out of its space
-	}
+	partner, conv := m.From, conversationOf(m)
+	unlock, err := a.convs.lock(ctx, conv)
 	if err != nil {
-		a.logger.Error("openai: model call failed", "agent", a.agent.ID(), "partner", partner, "error", err)
-		answer = sorry(err)
+		return "", err
 	}
-	_, answered := m.Meta[replyMeta]
-	_, asTool := m.Meta[toolCallMeta]
-	if !answered && !asTool {
-		r := &agency.Message{To: partner, Meta: map[string]any{replyMeta: m.ID}, Action: "say", Args: SayArgs{Content: answer}}
+	defer unlock()
+	a.notice(ctx, partner, conv)
+	_, answered := m.Meta[metaReply]
+	_, asTool := m.Meta[metaToolCall]
+	replyTo := m.ID
+	if answered || asTool {
+		replyTo = "" // the value is the answer; no say back
+	}
+	user := &Message{Role: RoleUser, Name: partner, Content: args.Content}
+	return a.serve(ctx, conv, partner, user, replyTo, !answered && !asTool, nil)
+}
+
+// serve runs a turn of the conversation conv, whose lock the caller holds,
+// after appending user (if any) to its history. Each answer is said to
+// partner when sayBack is set, with __meta__.in_reply_to replyTo (if any).
+// data is the turn's Data. It returns the last answer.
+func (a *Agent) serve(ctx context.Context, conv, partner string, user *Message, replyTo string, sayBack bool, data any) (string, error) {
+	select {
+	case a.turns <- struct{}{}:
+	case <-ctx.Done():
+		return "", ctx.Err()
+	}
+	defer func() { <-a.turns }()
+
+	deliver := func(text string, extra map[string]any) {
+		if !sayBack {
+			return
+		}
+		meta := make(map[string]any, len(extra)+2)
+		maps.Copy(meta, extra)
+		meta[metaConversation] = conv
+		if replyTo != "" {
+			meta[metaReply] = replyTo
+		}
+		r := &agency.Message{To: partner, Meta: meta, Action: "say", Args: SayArgs{Content: text}}
 		if _, err := a.agent.SendMessage(ctx, r); err != nil {
-			a.logger.Warn("openai: answer not sent", "to", partner, "error", err)
+			a.logger.Warn("openai: answer not sent", "to", partner, "conversation", conv, "error", err)
+		}
+	}
+
+	history, err := a.memory.Load(ctx, conv)
+	if err == nil && user != nil {
+		if err = a.memory.Append(ctx, conv, *user); err == nil {
+			history = append(history, *user)
 		}
 	}
 	if err != nil {
-		return "", errors.New(answer)
+		err = fmt.Errorf("openai: the memory of conversation %q: %w", conv, err)
+	}
+	var answer string
+	var used Usage
+	if err == nil {
+		t := &Turn{Conversation: conv, Partner: partner, History: history, Data: data, agent: a.agent, llm: a}
+		answer, used, err = a.turn(ctx, t, deliver)
+	}
+	a.account(ctx, conv, used)
+	if err != nil && ctx.Err() != nil {
+		return "", err // the agent is being taken out of its space, or the caller gave up
+	}
+	if err != nil {
+		a.logger.Error("openai: turn failed", "agent", a.agent.ID(), "conversation", conv, "partner", partner, "error", err)
+		text := sorry(err)
+		deliver(text, nil)
+		return "", errors.New(text)
 	}
 	return answer, nil
 }
 
-// turn calls the model with conv until it answers in text, running the
-// tool calls of each reply in between. It returns the answer and conv with
-// everything the turn added.
-func (a *Agent) turn(ctx context.Context, partner string, conv []chatMessage) (string, []chatMessage, error) {
-	for range a.maxSteps {
-		ts := newToolSet(a.catalog.snapshot())
-		req := gopenai.ChatCompletionRequest{Model: a.model, Messages: a.withPrompt(partner, conv), Tools: ts.tools}
-		resp, err := a.complete(ctx, req)
+// account adds a turn's usage to its conversation's and reports both.
+func (a *Agent) account(ctx context.Context, conv string, turn Usage) {
+	a.usageMu.Lock()
+	sum, _ := a.usage.get(conv)
+	sum = sum.plus(turn)
+	a.usage.put(conv, sum)
+	a.usageMu.Unlock()
+	if a.onUsage != nil {
+		a.onUsage(ctx, conv, turn, sum)
+	}
+}
+
+// turn calls the model until it answers in text, running the tool calls of
+// each reply in between and the extensions' hooks around them. Each answer
+// goes to deliver; turn returns the last one ("" when an extension ended
+// the turn before any) and what the model calls used.
+func (a *Agent) turn(ctx context.Context, t *Turn, deliver func(string, map[string]any)) (answer string, used Usage, err error) {
+	for t.Step < a.maxSteps {
+		req, owner, err := a.prepare(ctx, t)
 		if err != nil {
-			return "", conv, err
+			return answer, used, err
 		}
-		if len(resp.Choices) == 0 {
-			return "", conv, errNoChoice
+		if t.ended {
+			a.finish(ctx, t)
+			return answer, used, nil
 		}
-		reply := resp.Choices[0].Message
-		reply.Role = gopenai.ChatMessageRoleAssistant
-		reply.FunctionCall = nil
-		reply.ReasoningContent = "" // servers that send it (DeepSeek) refuse it back
-		for i := range reply.ToolCalls {
-			tc := &reply.ToolCalls[i]
-			tc.Index = nil
-			if tc.ID == "" { // some local servers leave it out; the tool results need one
-				tc.ID = "call_" + agency.NewID()
-			}
-			if tc.Type == "" {
-				tc.Type = gopenai.ToolTypeFunction
-			}
+		if t.Step == 0 {
+			a.rediscover(ctx, t.Conversation)
 		}
+		ts, err := newToolSet(a.catalog.snapshot(a.allow, a.deny), req.Tools, owner)
+		if err != nil {
+			return answer, used, err
+		}
+		t.Step++
+		reply, u, err := a.complete(ctx, t, a.chatRequest(t, &req, ts))
+		used = used.plus(u)
+		if err != nil {
+			return answer, used, err
+		}
+		reply.Name = a.agent.ID()
+
 		if len(reply.ToolCalls) == 0 {
-			answer := reply.Content
-			if answer == "" {
-				answer = reply.Refusal
+			ans := &Answer{Text: reply.Content}
+			for _, x := range a.exts {
+				if x.Answer != nil {
+					if err := x.Answer(ctx, t, ans); err != nil {
+						return answer, used, hookError("Answer", err)
+					}
+				}
 			}
-			if answer == "" {
-				return "", conv, errEmptyAnswer
+			reply.Content = ans.Text
+			if err := a.record(ctx, t, reply); err != nil {
+				return answer, used, err
 			}
-			return answer, append(conv, reply), nil
+			answer = ans.Text
+			deliver(ans.Text, ans.Meta)
+			if t.ended {
+				a.finish(ctx, t)
+				return answer, used, nil
+			}
+			if ans.Again && t.Step < a.maxSteps {
+				continue
+			}
+			return answer, used, nil
 		}
-		results, err := a.runCalls(ctx, ts, reply)
+
+		results, err := a.runCalls(ctx, t, ts, reply, req.Meta)
 		if err != nil {
-			return "", conv, err
+			return answer, used, err
 		}
-		conv = append(append(conv, reply), results...)
+		if err := a.record(ctx, t, append([]Message{reply}, results...)...); err != nil {
+			return answer, used, err
+		}
+		if t.ended {
+			a.finish(ctx, t)
+			return answer, used, nil
+		}
 	}
 	note := fmt.Sprintf("Sorry, I reached my limit of %d steps before I had an answer. Ask me to go on if you want me to continue.", a.maxSteps)
-	return note, append(conv, chatMessage{Role: gopenai.ChatMessageRoleAssistant, Content: note}), nil
-}
-
-var (
-	errNoChoice    = errors.New("openai: the model's reply has no choices")
-	errEmptyAnswer = errors.New("openai: the model's reply is empty")
-)
-
-// withPrompt prepends the system message.
-func (a *Agent) withPrompt(partner string, conv []chatMessage) []chatMessage {
-	if a.prompt == "" {
-		return conv
+	if err := a.record(ctx, t, Message{Role: RoleAssistant, Name: a.agent.ID(), Content: note}); err != nil {
+		return answer, used, err
 	}
-	sys := chatMessage{Role: gopenai.ChatMessageRoleSystem,
-		Content: a.prompt + fmt.Sprintf("\n\nYou are talking with the agent %q.", partner)}
-	return append([]chatMessage{sys}, conv...)
+	deliver(note, nil)
+	return note, used, nil
 }
 
-// runCalls runs the tool calls of one reply concurrently and returns their
-// results as tool messages, in the order of the calls. The reply's text
-// travels with each call as __meta__.thoughts.
-func (a *Agent) runCalls(ctx context.Context, ts toolSet, reply chatMessage) ([]chatMessage, error) {
-	out := make([]chatMessage, len(reply.ToolCalls))
+// prepare builds the next model call: the agent's system prompt and
+// parameters, then each extension's Before. owner[i] is the index of the
+// extension that added req.Tools[i].
+func (a *Agent) prepare(ctx context.Context, t *Turn) (req Request, owner []int, err error) {
+	req = Request{Params: a.params.clone()}
+	if a.prompt != "" {
+		req.System = a.prompt + fmt.Sprintf("\n\nYou are talking with the agent %q.", t.Partner)
+	}
+	for i, x := range a.exts {
+		if x.Before == nil {
+			continue
+		}
+		n := len(req.Tools)
+		if err := x.Before(ctx, t, &req); err != nil {
+			return req, nil, hookError("Before", err)
+		}
+		if len(req.Tools) < n {
+			return req, nil, errors.New("openai: an extension's Before removed tools it did not add")
+		}
+		for range req.Tools[n:] {
+			owner = append(owner, i)
+		}
+		if t.ended {
+			break
+		}
+	}
+	return req, owner, nil
+}
+
+// record appends msgs to the turn's history and to the memory.
+func (a *Agent) record(ctx context.Context, t *Turn, msgs ...Message) error {
+	if err := a.memory.Append(ctx, t.Conversation, msgs...); err != nil {
+		return fmt.Errorf("openai: the memory of conversation %q: %w", t.Conversation, err)
+	}
+	t.History = append(t.History, msgs...)
+	return nil
+}
+
+// finish runs what the hooks that ended the turn asked to run then.
+func (a *Agent) finish(ctx context.Context, t *Turn) {
+	for _, f := range t.then {
+		f(ctx, t)
+	}
+	t.then = nil
+}
+
+// hookError marks an error that an extension's hook returned.
+func hookError(hook string, err error) error { return &extError{hook: hook, err: err} }
+
+type extError struct {
+	hook string
+	err  error
+}
+
+func (e *extError) Error() string { return fmt.Sprintf("openai: extension hook %s: %v", e.hook, e.err) }
+func (e *extError) Unwrap() error { return e.err }
+
+// callResult is how a call of a catalog tool ended.
+type callResult struct {
+	resp    *agency.Message
+	err     error
+	content string
+}
+
+// runCalls runs the tool calls of one reply and returns their results as
+// tool messages, in the order of the calls. The calls of catalog tools run
+// at once, each as a Request; then, in the order of the calls, the
+// extensions' own tools are called and the catalog results shown to the
+// Result hooks, so that a hook sees what the calls before it decided.
+func (a *Agent) runCalls(ctx context.Context, t *Turn, ts toolSet, reply Message, meta map[string]any) ([]Message, error) {
+	done := make([]chan callResult, len(reply.ToolCalls))
 	var wg sync.WaitGroup
+	defer wg.Wait()
 	for i, tc := range reply.ToolCalls {
+		k, ok := ts.byName[tc.Name]
+		if !ok {
+			continue
+		}
+		done[i] = make(chan callResult, 1)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			out[i] = chatMessage{Role: gopenai.ChatMessageRoleTool, ToolCallID: tc.ID, Content: a.call(ctx, ts, tc, reply.Content)}
+			done[i] <- a.call(ctx, t.Conversation, k, tc, reply.Content, meta)
 		}()
 	}
-	wg.Wait()
+	out := make([]Message, len(reply.ToolCalls))
+	var hookErr error
+	for i, tc := range reply.ToolCalls {
+		var content string
+		switch x, isExt := ts.ext[tc.Name]; {
+		case done[i] != nil:
+			r := <-done[i]
+			if hookErr != nil {
+				continue
+			}
+			k := ts.byName[tc.Name]
+			res := &Result{Call: tc, Agent: k.Agent, Action: k.Action, Response: r.resp, Err: r.err, Content: r.content}
+			for _, x := range a.exts {
+				if x.Result == nil {
+					continue
+				}
+				if err := x.Result(ctx, t, res); err != nil {
+					hookErr = hookError("Result", err)
+					break
+				}
+			}
+			content = res.Content
+		case isExt:
+			if hookErr != nil {
+				continue
+			}
+			content = a.callExtension(ctx, t, a.exts[x], tc)
+		default:
+			content = fmt.Sprintf("error: not_found: there is no tool named %q; call one of the tools you have", tc.Name)
+		}
+		out[i] = Message{Role: RoleTool, ToolCallID: tc.ID, Content: content}
+	}
+	if hookErr != nil {
+		return nil, hookErr
+	}
 	return out, ctx.Err()
 }
 
-// call runs one tool call as a Request and returns the tool's result: the
-// JSON of the value, or a text that starts with "error: " and the error's
-// type.
-func (a *Agent) call(ctx context.Context, ts toolSet, tc gopenai.ToolCall, thoughts string) string {
-	k, ok := ts.byName[tc.Function.Name]
-	if !ok {
-		return fmt.Sprintf("error: not_found: there is no tool named %q; call one of the tools you have", tc.Function.Name)
+// callExtension runs a call of an extension's own tool.
+func (a *Agent) callExtension(ctx context.Context, t *Turn, x Extension, tc ToolCall) string {
+	if x.Call == nil {
+		return fmt.Sprintf("error: not_found: the tool %q has no handler", tc.Name)
 	}
-	args := json.RawMessage(strings.TrimSpace(tc.Function.Arguments))
+	content, err := x.Call(ctx, t, tc)
+	if err != nil {
+		return "error: " + err.Error()
+	}
+	return content
+}
+
+// call runs one call of a catalog tool as a Request and returns the
+// response and the tool's result: the JSON of the value, or a text that
+// starts with "error: " and the error's type.
+func (a *Agent) call(ctx context.Context, conv string, k toolKey, tc ToolCall, thoughts string, extra map[string]any) callResult {
+	args := json.RawMessage(strings.TrimSpace(tc.Arguments))
 	if len(args) == 0 {
 		args = json.RawMessage("{}")
 	}
 	if !isObject(args) {
-		return fmt.Sprintf("error: invalid_args: the arguments of %s must be a JSON object, not %s", tc.Function.Name, clip(string(args), 200))
+		text := fmt.Sprintf("the arguments of %s must be a JSON object, not %s", tc.Name, clip(string(args), 200))
+		return callResult{err: &agency.ActionError{Type: agency.ErrorInvalidArgs, Text: text}, content: "error: invalid_args: " + text}
 	}
-	m := &agency.Message{To: k.Agent, Action: k.Action, Args: args, Meta: map[string]any{toolCallMeta: tc.ID}}
+	meta := make(map[string]any, len(extra)+3)
+	maps.Copy(meta, extra)
+	meta[metaToolCall] = tc.ID
+	meta[metaConversation] = conv
 	if thoughts != "" {
-		m.Meta["thoughts"] = thoughts
+		meta[metaThoughts] = thoughts
 	}
+	m := &agency.Message{To: k.Agent, Action: k.Action, Args: args, Meta: meta}
 	cctx, cancel := context.WithTimeout(ctx, a.callTimeout)
 	defer cancel()
 	r, err := a.agent.RequestMessage(cctx, m)
 	if err != nil {
-		return a.callError(ctx, k, err)
+		return callResult{err: err, content: a.callError(ctx, conv, k, err)}
 	}
-	return result(r.Args)
+	return callResult{resp: r, content: result(r.Args)}
 }
 
 // callError turns a failed call into the text the model reads, and updates
 // the catalog: an agent that is gone is dropped, an agent that lacks the
 // action is asked for help again.
-func (a *Agent) callError(ctx context.Context, k toolKey, err error) string {
+func (a *Agent) callError(ctx context.Context, conv string, k toolKey, err error) string {
 	switch {
 	case errors.Is(err, agency.ErrNoRecipient):
 		a.catalog.drop(k.Agent)
 		return fmt.Sprintf("error: no_recipient: the agent %q has left the space; its tools are withdrawn", k.Agent)
 	case errors.Is(err, agency.ErrNotFound):
-		a.refresh(ctx, k.Agent)
+		a.refresh(ctx, k.Agent, conv, a.callTimeout)
 	}
 	return "error: " + err.Error() // an *agency.ActionError reads "type: text"
 }
@@ -203,117 +402,4 @@ func result(v any) string {
 		return "error: action_failed: the result does not encode as JSON: " + err.Error()
 	}
 	return string(b)
-}
-
-// complete calls the model, retrying on HTTP 429 and 5xx with a doubling
-// backoff.
-func (a *Agent) complete(ctx context.Context, req gopenai.ChatCompletionRequest) (gopenai.ChatCompletionResponse, error) {
-	wait := a.backoff
-	for attempt := 1; ; attempt++ {
-		resp, err := a.client.CreateChatCompletion(ctx, req)
-		if err == nil {
-			return resp, nil
-		}
-		if !retryable(err) {
-			return resp, err
-		}
-		if attempt > a.retries {
-			return resp, &retriesError{attempts: attempt, err: err}
-		}
-		a.logger.Warn("openai: model call failed; retrying", "agent", a.agent.ID(), "attempt", attempt, "wait", wait, "error", err)
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return resp, ctx.Err()
-		case <-t.C:
-		}
-		wait *= 2
-	}
-}
-
-// retriesError is a retryable error that outlasted the retries.
-type retriesError struct {
-	attempts int
-	err      error
-}
-
-func (e *retriesError) Error() string {
-	return fmt.Sprintf("%v (gave up after %d attempts)", e.err, e.attempts)
-}
-
-func (e *retriesError) Unwrap() error { return e.err }
-
-func retryable(err error) bool {
-	s := httpStatus(err)
-	return s == 429 || s >= 500
-}
-
-// httpStatus returns the HTTP status of a failed API call, or 0.
-func httpStatus(err error) int {
-	var ae *gopenai.APIError
-	if errors.As(err, &ae) {
-		return ae.HTTPStatusCode
-	}
-	var re *gopenai.RequestError
-	if errors.As(err, &re) {
-		return re.HTTPStatusCode
-	}
-	return 0
-}
-
-// sorry is the text the user reads when a turn fails.
-func sorry(err error) string {
-	status := httpStatus(err)
-	var detail string
-	var ae *gopenai.APIError
-	var re *gopenai.RequestError
-	switch {
-	case errors.As(err, &ae):
-		detail = fmt.Sprintf("HTTP %d: %s", status, ae.Message)
-	case errors.As(err, &re):
-		detail = fmt.Sprintf("HTTP %d: %s", status, clip(strings.TrimSpace(string(re.Body)), 300))
-	}
-	var gaveUp *retriesError
-	switch {
-	case errors.Is(err, errNoChoice), errors.Is(err, errEmptyAnswer):
-		return "Sorry, the language model returned no answer. Please try again."
-	case status == 401 || status == 403:
-		return fmt.Sprintf("Sorry, the language model service refused my credentials (%s). Check OPENAI_API_KEY.", detail)
-	case status == 404:
-		return fmt.Sprintf("Sorry, the language model service does not know the model or the address (%s). Check OPENAI_MODEL and OPENAI_BASE_URL.", detail)
-	case errors.As(err, &gaveUp):
-		return fmt.Sprintf("Sorry, the language model service is unavailable (%s); I gave up after %d attempts. Please try again later.", detail, gaveUp.attempts)
-	case status != 0:
-		return fmt.Sprintf("Sorry, the language model service rejected the request (%s).", detail)
-	default:
-		return fmt.Sprintf("Sorry, I could not reach the language model service: %v", err)
-	}
-}
-
-// conversation returns a copy of the history with partner.
-func (a *Agent) conversation(partner string) []chatMessage {
-	a.convMu.Lock()
-	defer a.convMu.Unlock()
-	return slices.Clone(a.conversations[partner])
-}
-
-// keep stores the history with partner, bounded by the History option.
-func (a *Agent) keep(partner string, conv []chatMessage) {
-	conv = trimHistory(conv, a.history)
-	a.convMu.Lock()
-	defer a.convMu.Unlock()
-	a.conversations[partner] = conv
-}
-
-// trimHistory keeps the last n messages, less any tool results at the start
-// whose call was cut off.
-func trimHistory(conv []chatMessage, n int) []chatMessage {
-	if len(conv) > n {
-		conv = conv[len(conv)-n:]
-	}
-	for len(conv) > 0 && conv[0].Role == gopenai.ChatMessageRoleTool {
-		conv = conv[1:]
-	}
-	return slices.Clip(slices.Clone(conv))
 }

@@ -1,0 +1,24 @@
+// Package human makes people agents: a person reached through a [Front]
+// (a [Terminal], a web page over [Web], a [Script] in a test) takes part
+// in a space like any other agent.
+//
+//   - [Agent] is a person others talk to: its action say shows the person
+//     what is said and answers with their reply. [Agent.Take] hands them a
+//     whole conversation (a handoff from an LLM agent to a person).
+//   - [User] speaks for a person in one conversation: it says each of their
+//     lines to whichever agent holds the conversation now, and shows every
+//     answer.
+//
+// A terminal program with a user and an operator on one terminal:
+//
+//	term := human.NewTerminal(os.Stdin, os.Stdout)
+//	operator, err := human.New("Human", term)
+//	…
+//	user, err := human.NewUser("User", term, human.StartWith("Triage"))
+//	… // add operator.Agent(), user.Agent() and the others to a space
+//	err = user.Run(ctx) // until "exit", the end of input, or a final answer
+//
+// Says follow the conventions of the LLM agents of actions/openai:
+// __meta__.conversation names the conversation, and a say that carries
+// __meta__.in_reply_to or __meta__.tool_call_id is answered only by value.
+package human

@@ -1,0 +1,186 @@
+package human
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"strconv"
+	"sync"
+)
+
+// Web is a Front over HTTP, for a person behind a web page or any other
+// client: it keeps what it shows, and serves it with the question waiting
+// for an answer; the client posts the answers.
+//
+//	GET  /?after=N  {"lines": [{"seq":…, "conversation":…, "from":…, "text":…}, …],
+//	                 "question": {"seq":…, "conversation":…, "from":…, "text":…} or null,
+//	                 "next": M}
+//	POST /          {"seq": Q, "text": "…"}  → 204, or 409 when Q is not the question whose turn it is
+//
+// GET returns the lines shown after seq N (oldest first, at most the last
+// 1,000 kept) and the question whose turn it is (as a Terminal, questions
+// are answered one at a time, oldest first, before anyone who waits for a
+// free line: the zero Line, shown as a question with no from and no text);
+// next is the after of the following GET. POST answers the question whose
+// seq it names, which must be the one whose turn it is: when another
+// question came first since the page read it (a question came before a
+// free line the person meant to use), or it was withdrawn, or answered
+// already, POST changes nothing and answers 409 with the question whose
+// turn it is now ("question", null when none), so that an answer never
+// reaches a question the person did not see. A body over 64 KiB is
+// refused. Web is safe for concurrent use.
+type Web struct {
+	mu      sync.Mutex
+	seq     int
+	lines   []webLine
+	waiters []*webWaiter
+}
+
+type webLine struct {
+	Seq          int    `json:"seq"`
+	Conversation string `json:"conversation"`
+	From         string `json:"from"`
+	Text         string `json:"text"`
+}
+
+type webWaiter struct {
+	line webLine
+	free bool
+	ch   chan string // buffered: one answer
+}
+
+// keptLines bounds what a Web keeps of what it showed.
+const keptLines = 1000
+
+// NewWeb returns an empty Web front; serve it with an http.Server or mount
+// it under a path with http.StripPrefix.
+func NewWeb() *Web { return &Web{} }
+
+func (w *Web) line(l Line) webLine {
+	w.seq++
+	return webLine{Seq: w.seq, Conversation: l.Conversation, From: l.From, Text: l.Text}
+}
+
+// Show keeps l for the next GET.
+func (w *Web) Show(_ context.Context, l Line) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.lines = append(w.lines, w.line(l))
+	if len(w.lines) > keptLines {
+		w.lines = slices.Delete(w.lines, 0, len(w.lines)-keptLines)
+	}
+	return nil
+}
+
+// Ask waits for a POST that answers l.
+func (w *Web) Ask(ctx context.Context, l Line) (string, error) {
+	w.mu.Lock()
+	wt := &webWaiter{line: w.line(l), free: l == (Line{}), ch: make(chan string, 1)}
+	w.waiters = append(w.waiters, wt)
+	w.mu.Unlock()
+	select {
+	case s := <-wt.ch:
+		return s, nil
+	case <-ctx.Done():
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if i := slices.Index(w.waiters, wt); i >= 0 {
+		w.waiters = slices.Delete(w.waiters, i, i+1)
+		return "", ctx.Err()
+	}
+	return <-wt.ch, nil // answered as ctx ended: the answer was taken
+}
+
+// head returns the index of the waiter whose turn it is, or -1; w.mu is
+// held.
+func (w *Web) head() int {
+	if i := slices.IndexFunc(w.waiters, func(x *webWaiter) bool { return !x.free }); i >= 0 {
+		return i
+	}
+	if len(w.waiters) > 0 {
+		return 0
+	}
+	return -1
+}
+
+// ServeHTTP serves GET and POST as Web says.
+func (w *Web) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
+	switch r.Method {
+	case http.MethodGet:
+		after, _ := strconv.Atoi(r.URL.Query().Get("after"))
+		w.mu.Lock()
+		out := struct {
+			Lines    []webLine `json:"lines"`
+			Question *webLine  `json:"question"`
+			Next     int       `json:"next"`
+		}{Lines: []webLine{}, Next: after}
+		for _, l := range w.lines {
+			if l.Seq > after {
+				out.Lines = append(out.Lines, l)
+				out.Next = l.Seq
+			}
+		}
+		if i := w.head(); i >= 0 {
+			q := w.waiters[i].line
+			out.Question = &q
+		}
+		w.mu.Unlock()
+		rw.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(rw).Encode(out)
+	case http.MethodPost:
+		var in struct {
+			Seq  *int   `json:"seq"`
+			Text string `json:"text"`
+		}
+		dec := json.NewDecoder(http.MaxBytesReader(rw, r.Body, 64<<10))
+		dec.DisallowUnknownFields()
+		err := dec.Decode(&in)
+		if err == nil && in.Seq == nil {
+			err = errors.New("seq is missing: name the question answered")
+		}
+		if err != nil {
+			status := http.StatusBadRequest
+			if tooBig := new(http.MaxBytesError); errors.As(err, &tooBig) {
+				status = http.StatusRequestEntityTooLarge
+			}
+			httpError(rw, status, "the body must be {\"seq\": N, \"text\": \"…\"}, N the seq of the question answered: "+err.Error())
+			return
+		}
+		w.mu.Lock()
+		i := w.head()
+		if i < 0 || w.waiters[i].line.Seq != *in.Seq {
+			conflict := struct {
+				Detail   string   `json:"detail"`
+				Question *webLine `json:"question"`
+			}{Detail: fmt.Sprintf("question %d is not the one whose turn it is: nobody waits for an answer", *in.Seq)}
+			if i >= 0 {
+				q := w.waiters[i].line
+				conflict.Question = &q
+				conflict.Detail = fmt.Sprintf("question %d is not the one whose turn it is: question %d is", *in.Seq, q.Seq)
+			}
+			w.mu.Unlock()
+			rw.Header().Set("Content-Type", "application/json")
+			rw.WriteHeader(http.StatusConflict)
+			_ = json.NewEncoder(rw).Encode(conflict)
+			return
+		}
+		wt := w.waiters[i]
+		w.waiters = slices.Delete(w.waiters, i, i+1)
+		wt.ch <- in.Text
+		w.mu.Unlock()
+		rw.WriteHeader(http.StatusNoContent)
+	default:
+		rw.Header().Set("Allow", "GET, POST")
+		httpError(rw, http.StatusMethodNotAllowed, "GET reads, POST answers")
+	}
+}
+
+func httpError(rw http.ResponseWriter, status int, detail string) {
+	rw.Header().Set("Content-Type", "application/json")
+	rw.WriteHeader(status)
+	_ = json.NewEncoder(rw).Encode(map[string]string{"detail": detail})
+}
