@@ -1,0 +1,160 @@
+package handoff
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/seed72275b23/agency-go/actions/openai"
+	"github.com/seed72275b23/agency-go/actions/store"
+	"github.com/seed72275b23/agency-go/agency"
+)
+
+// newRelay returns the relay that sends a's messages from the store's
+// outbox: a store.Relay whose Send waits for each handoff's receiver to
+// answer (see deliver); the Policy's other messages (the say that tells
+// the user of a handoff given back) go out as store.Relay sends them.
+func (p *Policy) newRelay(a *agency.Agent) *store.Relay {
+	cfg := p.cfg.relay
+	// A person waits for the receiver's answer: a receiver that joins late
+	// (after a restart) gets the handoff within seconds, not store.Relay's
+	// half minute.
+	if cfg.Backoff <= 0 {
+		cfg.Backoff = defaultBackoff
+	}
+	if cfg.MaxBackoff <= 0 {
+		cfg.MaxBackoff = defaultMaxBackoff
+	}
+	lease := cfg.Lease
+	if lease <= 0 {
+		lease = defaultLease
+	}
+	cfg.Send = func(ctx context.Context, a *agency.Agent, m *agency.Message) error {
+		if m.Action != Action {
+			_, err := a.Forward(ctx, m)
+			return err
+		}
+		return p.deliver(ctx, a, m, lease/2)
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = p.cfg.logger
+	}
+	return store.NewRelay(p.cfg.store, a, cfg)
+}
+
+// The relay's defaults that differ from store.RelayConfig's, and its
+// default Lease.
+const (
+	defaultBackoff    = 100 * time.Millisecond
+	defaultMaxBackoff = 5 * time.Second
+	defaultLease      = 10 * time.Second
+)
+
+// deliver sends the handoff message m and waits, at most ack, for the
+// receiver's answer (the handoff action answers as soon as the receiver
+// has taken the conversation over, before it runs its turn): a handoff
+// counts as delivered when the receiver answered. The wait is bounded by
+// cancelling, not by a deadline: a deadline would travel with the message
+// and end the receiver's turn with it.
+//
+// A receiver that is not in the space (after a restart it may join after
+// the sender) is agency.ErrNoRecipient: the relay keeps the handoff and
+// tries again with backoff. No answer in time is another error: the relay
+// gives the handoff back and sends it again on its next pass, and the
+// receiver tells the resent message by its version. A refusal is final:
+// the handoff counts as delivered, and when the conversation is still
+// where the handoff left it (the receiver did not take it, and nobody else
+// did meanwhile), the sender holds it again (see giveBack).
+func (p *Policy) deliver(ctx context.Context, a *agency.Agent, m *agency.Message, ack time.Duration) error {
+	rctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	timer := time.AfterFunc(ack, cancel)
+	defer timer.Stop()
+	_, err := a.RequestMessage(rctx, m)
+	var ae *agency.ActionError
+	if err == nil || !errors.As(err, &ae) || errors.Is(err, agency.ErrNoRecipient) || errors.Is(err, agency.ErrTimeout) {
+		return err
+	}
+	var tr Transfer
+	raw, _ := m.Args.(json.RawMessage) // the relay decoded m from its JSON
+	if terr := json.Unmarshal(raw, &tr); terr != nil {
+		p.cfg.logger.Error("handoff: a refused handoff does not decode; dropped", "agent", p.self, "to", m.To, "error", terr)
+		return nil
+	}
+	if strings.HasPrefix(ae.Text, movedOn) {
+		// The receiver's store knows the conversation went on without
+		// this handoff (a resent message, or another agent took it).
+		p.cfg.logger.Warn("handoff: a stale handoff was refused", "conversation", tr.Conversation, "agent", p.self, "to", m.To, "error", err)
+		return nil
+	}
+	p.giveBack(ctx, m.To, tr, err)
+	return nil
+}
+
+// movedOn starts the text of the refusals of a handoff that is stale or
+// that another agent took: the receiver's store knows better than the
+// sender's, and the sender does not take the conversation back.
+const movedOn = "handoff refused, the conversation moved on: "
+
+// giveBack makes the Policy's agent hold again a conversation whose
+// handoff to the agent to was refused (not permitted, no handoff action,
+// a bad Transfer), when the store still holds it as the handoff left it:
+// in one Apply the conversation goes back to it, with the hops and path of
+// before the handoff, a say that tells the user why is queued in the
+// outbox, and, when the agent keeps its histories in the Policy's store
+// (Memory, as Team has it), the same text ends the agent's history, so
+// that its model reads it on the next turn. The event is EventReturned;
+// when the conversation went on meanwhile, nothing changes and the event
+// is EventRefused.
+func (p *Policy) giveBack(ctx context.Context, to string, tr Transfer, refusal error) {
+	text := fmt.Sprintf("Sorry, I could not hand this conversation to %s: %v. I am still here.", to, refusal)
+	back := false
+	conv, err := updateConv(ctx, p.cfg.store, tr.Conversation, func(c *Conversation, exists bool) (store.Changes, error) {
+		back = exists && c.Active == to && c.Version == tr.Version
+		if !back {
+			return store.Changes{}, errUnchanged
+		}
+		c.Active, c.Status = p.self, StatusActive
+		c.Hops = max(c.Hops-1, 0)
+		if n := len(c.Path); n > 0 && c.Path[n-1] == p.self {
+			c.Path = slices.Clone(c.Path[:n-1])
+		}
+		c.Version++
+		user := c.User
+		if user == "" {
+			user = tr.User
+		}
+		out, err := store.NewOutgoing(p.self, &agency.Message{To: user, Action: "say", Args: openai.SayArgs{Content: text},
+			Meta: map[string]any{metaConversation: tr.Conversation}})
+		if err != nil {
+			return store.Changes{}, err
+		}
+		ch := store.Changes{Send: []store.Outgoing{out}}
+		if p.memory != nil {
+			note := openai.Message{Role: openai.RoleAssistant, Name: p.self, Content: text}
+			doc, err := p.memory.appended(ctx, tr.Conversation, note)
+			if err != nil {
+				return store.Changes{}, err
+			}
+			ch.Put = append(ch.Put, doc)
+		}
+		return ch, nil
+	})
+	ev := Event{Conversation: tr.Conversation, Agent: p.self, From: p.self, To: to, Name: tr.Name,
+		Hops: conv.Hops, Path: conv.Path, Version: conv.Version, Reason: refusal.Error()}
+	switch {
+	case err != nil:
+		ev.Kind = EventRefused
+		ev.Reason += fmt.Sprintf(" (and it could not be given back: %v)", err)
+	case !back:
+		ev.Kind = EventRefused
+		ev.Reason += " (the conversation went on meanwhile: it stays where it is)"
+	default:
+		ev.Kind = EventReturned
+	}
+	p.ev.emit(ctx, ev)
+}

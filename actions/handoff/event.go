@@ -1,0 +1,89 @@
+package handoff
+
+import (
+	"context"
+	"log/slog"
+	"time"
+)
+
+// The kinds of Event.
+const (
+	EventHandoff        = "handoff"         // an agent handed the conversation on (committed; the message goes out next)
+	EventRefused        = "handoff_refused" // a handoff was not made, or not taken over: Reason says why
+	EventAccepted       = "handoff_accepted"
+	EventReturned       = "handoff_returned" // the receiver refused a committed handoff: its sender holds the conversation again, and the user is told
+	EventCondition      = "condition"        // an OnContext rule fired
+	EventConditionError = "condition_error"  // a condition could not be evaluated: the rule did not fire
+	EventAfterWork      = "after_work"       // what happened after the model answered in text
+	EventLoopLimit      = "loop_limit"       // the hop budget or ping-pong detection stopped a handoff
+	EventVars           = "vars"             // a tool's Reply set variables
+	EventDispatch       = "dispatch"         // the model changed a dispatcher's handoffs
+)
+
+// Event is one transition of a conversation.
+type Event struct {
+	Kind         string
+	Time         time.Time
+	Conversation string
+	Agent        string // the agent where it happened
+	From, To     string // of a handoff
+	Name         string // the handoff, the rule's condition, the dispatcher tool
+	Message      string // the handoff's message
+	Hops         int
+	Path         []string
+	Version      int64 // of the conversation, after the transition
+	Vars         Vars  // of a handoff: the variables it carries
+	Reason       string
+}
+
+// Observer receives the events of the agents whose Policy (or Team) it is
+// given to. Event is called on the goroutine of the turn or handler where
+// the transition happens, so it must not block for long; events of
+// different conversations come concurrently.
+type Observer interface {
+	Event(ctx context.Context, e Event)
+}
+
+// ObserverFunc is a function as an Observer.
+type ObserverFunc func(ctx context.Context, e Event)
+
+// Event calls f.
+func (f ObserverFunc) Event(ctx context.Context, e Event) { f(ctx, e) }
+
+// events delivers events to an observer and a logger.
+type events struct {
+	obs    Observer
+	logger *slog.Logger
+}
+
+func (ev events) emit(ctx context.Context, e Event) {
+	e.Time = time.Now()
+	if ev.obs != nil {
+		ev.obs.Event(ctx, e)
+	}
+	level := slog.LevelInfo
+	switch e.Kind {
+	case EventRefused, EventReturned, EventConditionError, EventLoopLimit:
+		level = slog.LevelWarn
+	}
+	if !ev.logger.Enabled(ctx, level) {
+		return
+	}
+	attrs := []slog.Attr{slog.String("conversation", e.Conversation), slog.String("agent", e.Agent)}
+	if e.From != "" || e.To != "" {
+		attrs = append(attrs, slog.String("from", e.From), slog.String("to", e.To))
+	}
+	if e.Name != "" {
+		attrs = append(attrs, slog.String("name", e.Name))
+	}
+	if e.Hops > 0 {
+		attrs = append(attrs, slog.Int("hops", e.Hops), slog.Any("path", e.Path))
+	}
+	if e.Version > 0 {
+		attrs = append(attrs, slog.Int64("version", e.Version))
+	}
+	if e.Reason != "" {
+		attrs = append(attrs, slog.String("reason", e.Reason))
+	}
+	ev.logger.LogAttrs(ctx, level, "handoff: "+e.Kind, attrs...)
+}

@@ -1,0 +1,182 @@
+package handoff
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/seed72275b23/agency-go/actions/openai"
+	"github.com/seed72275b23/agency-go/actions/store"
+)
+
+// tableID is the id of the table of dispatcher i of an agent in a
+// conversation.
+func tableID(agent string, i int, conversation string) string {
+	return fmt.Sprintf("%s %d %s", agent, i, conversation)
+}
+
+// table returns the handoffs of dispatcher i in a conversation: its own
+// table once the model changed it there, else the dispatcher's handoffs.
+func (p *Policy) table(ctx context.Context, i int, conversation string) ([]entry, error) {
+	t, _, err := p.loadTable(ctx, i, conversation)
+	return t, err
+}
+
+func (p *Policy) loadTable(ctx context.Context, i int, conversation string) ([]entry, store.Doc, error) {
+	d, err := p.cfg.store.Get(ctx, KindDispatch, tableID(p.self, i, conversation))
+	if errors.Is(err, store.ErrNotFound) {
+		return p.dispatch[i].table(), store.Doc{}, nil
+	}
+	if err != nil {
+		return nil, d, err
+	}
+	var t []entry
+	if err := json.Unmarshal(d.Body, &t); err != nil {
+		return nil, d, fmt.Errorf("handoff: dispatcher table %q: %w", d.ID, err)
+	}
+	return t, d, nil
+}
+
+// entry finds the enabled handoff of that name in the conversation's
+// dispatcher tables.
+func (p *Policy) entry(ctx context.Context, conversation, name string) (Handoff, bool, error) {
+	for i := range p.dispatch {
+		t, err := p.table(ctx, i, conversation)
+		if err != nil {
+			return Handoff{}, false, err
+		}
+		for _, e := range t {
+			if e.Name == name && e.Enabled {
+				return e.Handoff, true, nil
+			}
+		}
+	}
+	return Handoff{}, false, nil
+}
+
+// manage runs a call of a management tool on the managed dispatcher's
+// table of the turn's conversation.
+func (p *Policy) manage(ctx context.Context, t *openai.Turn, c openai.ToolCall) (string, error) {
+	var h Handoff
+	var fields []string
+	switch c.Name {
+	case toolCreate:
+		fields = []string{"name", "target", "description", "message"}
+	default:
+		fields = []string{"name"}
+	}
+	if err := decodeArgs(c.Arguments, &h, fields); err != nil {
+		return "", err
+	}
+	var result any
+	change := func(table []entry) ([]entry, error) {
+		switch c.Name {
+		case toolCreate:
+			for i := range p.dispatch {
+				if i == p.managed {
+					continue
+				}
+				other, err := p.table(ctx, i, t.Conversation)
+				if err != nil {
+					return nil, err
+				}
+				if slices.ContainsFunc(other, func(e entry) bool { return e.Name == h.Name }) {
+					return nil, invalidf("name: %q is the name of another handoff", h.Name)
+				}
+			}
+			if p.static[h.Name] {
+				return nil, invalidf("name: %q is the name of another of your tools", h.Name)
+			}
+			result = struct {
+				Created string `json:"created"`
+				Target  string `json:"target"`
+				Enabled bool   `json:"enabled"`
+			}{h.Name, h.Target, true}
+			return p.dispatch[p.managed].add(table, h, true)
+		case toolEnable:
+			result = map[string]string{"enabled": h.Name}
+			return setEnabled(table, h.Name, true)
+		case toolDisable:
+			result = map[string]string{"disabled": h.Name}
+			return setEnabled(table, h.Name, false)
+		default:
+			result = map[string]string{"deleted": h.Name}
+			return del(table, h.Name)
+		}
+	}
+	for attempt := 0; ; attempt++ {
+		table, doc, err := p.loadTable(ctx, p.managed, t.Conversation)
+		if err != nil {
+			return "", err
+		}
+		table, err = change(table)
+		var de *dispatchError
+		if errors.As(err, &de) {
+			return "", errors.New(de.forModel())
+		}
+		if err != nil {
+			return "", err
+		}
+		if table == nil {
+			table = []entry{}
+		}
+		body, err := json.Marshal(table)
+		if err != nil {
+			return "", err
+		}
+		err = p.cfg.store.Apply(ctx, store.Changes{Put: []store.Doc{{
+			Kind: KindDispatch, ID: tableID(p.self, p.managed, t.Conversation), Parent: t.Conversation,
+			Session: t.Conversation, Version: doc.Version, Body: body,
+		}}})
+		if errors.Is(err, store.ErrConflict) && attempt < 16 {
+			continue
+		}
+		if err != nil {
+			return "", err
+		}
+		break
+	}
+	p.ev.emit(ctx, Event{Kind: EventDispatch, Conversation: t.Conversation, Agent: p.self, Name: c.Name + " " + h.Name, To: h.Target})
+	b, err := json.Marshal(result)
+	return string(b), err
+}
+
+// decodeArgs decodes a tool call's arguments into v, refusing unknown
+// fields and requiring the fields named (as invalid_args, which the model
+// reads).
+func decodeArgs(args string, v any, required []string) error {
+	args = strings.TrimSpace(args)
+	if args == "" {
+		args = "{}"
+	}
+	var present map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(args), &present); err != nil {
+		return fmt.Errorf("invalid_args: the arguments must be a JSON object: %v", err)
+	}
+	var missing []string
+	for _, f := range required {
+		if _, ok := present[f]; !ok {
+			missing = append(missing, f)
+		}
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("invalid_args: missing required field%s %s", plural(len(missing)), strings.Join(missing, ", "))
+	}
+	dec := json.NewDecoder(bytes.NewReader([]byte(args)))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return fmt.Errorf("invalid_args: %v", err)
+	}
+	return nil
+}
+
+func plural(n int) string {
+	if n == 1 {
+		return ""
+	}
+	return "s"
+}

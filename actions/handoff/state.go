@@ -1,0 +1,142 @@
+package handoff
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/seed72275b23/agency-go/actions/store"
+)
+
+// The kinds of the documents this package keeps in a store.
+const (
+	KindConversation = "handoff.conversation" // one per conversation: Conversation
+	KindLog          = "handoff.log"          // one per handoff made, Parent the conversation: LogEntry
+	KindDispatch     = "handoff.dispatch"     // a dispatcher's table for one agent and conversation
+	KindMemory       = "handoff.memory"       // an LLM agent's history of one conversation (Memory)
+)
+
+// The statuses of a Conversation.
+const (
+	StatusActive     = "active"     // an agent holds it
+	StatusTerminated = "terminated" // an agent ended it (Terminate)
+)
+
+// Conversation is what a store holds of a conversation: who holds it, its
+// variables and its version, and the handoffs since the user's last
+// message.
+type Conversation struct {
+	ID      string   `json:"-"`
+	Active  string   `json:"active"` // the agent that holds it
+	User    string   `json:"user"`   // the agent that speaks for the user
+	Vars    Vars     `json:"vars,omitempty"`
+	Version int64    `json:"version"` // grows with every change: holder, variables, hops
+	Hops    int      `json:"hops,omitempty"`
+	Path    []string `json:"path,omitempty"`
+	Status  string   `json:"status"`
+}
+
+// LogEntry is one handoff in a conversation's log.
+type LogEntry struct {
+	ID      string    `json:"-"` // the handoff message's __meta__.id
+	From    string    `json:"from"`
+	To      string    `json:"to"`
+	Name    string    `json:"name"`
+	Hops    int       `json:"hops"`
+	Path    []string  `json:"path"`
+	Version int64     `json:"version"`
+	Time    time.Time `json:"-"`
+}
+
+// LoadConversation returns what st holds of a conversation, or an error
+// wrapping store.ErrNotFound.
+func LoadConversation(ctx context.Context, st store.Store, id string) (Conversation, error) {
+	c, _, err := loadConv(ctx, st, id)
+	return c, err
+}
+
+// Holder returns the agent that holds a conversation according to st, or
+// "" when st does not know it: where a user agent built again (after a
+// restart) sends the user's next line.
+func Holder(ctx context.Context, st store.Store, conversation string) (string, error) {
+	c, err := LoadConversation(ctx, st, conversation)
+	if errors.Is(err, store.ErrNotFound) {
+		return "", nil
+	}
+	return c.Active, err
+}
+
+// Log returns the handoffs made in a conversation, oldest first, as
+// recorded in st by the agents that made them.
+func Log(ctx context.Context, st store.Store, conversation string) ([]LogEntry, error) {
+	docs, err := st.List(ctx, store.Query{Kind: KindLog, Parent: conversation})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]LogEntry, 0, len(docs))
+	for _, d := range docs {
+		var e LogEntry
+		if err := json.Unmarshal(d.Body, &e); err != nil {
+			return nil, fmt.Errorf("handoff: log entry %q: %w", d.ID, err)
+		}
+		e.ID, e.Time = d.ID, d.Created
+		out = append(out, e)
+	}
+	return out, nil
+}
+
+func loadConv(ctx context.Context, st store.Store, id string) (Conversation, store.Doc, error) {
+	d, err := st.Get(ctx, KindConversation, id)
+	if err != nil {
+		return Conversation{ID: id}, d, err
+	}
+	var c Conversation
+	if err := json.Unmarshal(d.Body, &c); err != nil {
+		return Conversation{ID: id}, d, fmt.Errorf("handoff: conversation %q in the store: %w", id, err)
+	}
+	c.ID = id
+	return c, d, nil
+}
+
+// errUnchanged tells updateConv that the function changed nothing.
+var errUnchanged = errors.New("unchanged")
+
+// updateConv reads a conversation, lets f change it (exists says whether
+// the store had it) and writes it with the extra changes f returns, in one
+// Apply; on a conflict it reads again and calls f again. f returns
+// errUnchanged to write nothing, or another error to give up. It returns
+// the conversation as written (or read, when unchanged).
+func updateConv(ctx context.Context, st store.Store, id string, f func(c *Conversation, exists bool) (store.Changes, error)) (Conversation, error) {
+	for attempt := 0; ; attempt++ {
+		c, d, err := loadConv(ctx, st, id)
+		exists := err == nil
+		if err != nil && !errors.Is(err, store.ErrNotFound) {
+			return c, err
+		}
+		c.Path = slices.Clone(c.Path)
+		extra, err := f(&c, exists)
+		if errors.Is(err, errUnchanged) {
+			return c, nil
+		}
+		if err != nil {
+			return c, err
+		}
+		body, err := json.Marshal(c)
+		if err != nil {
+			return c, err
+		}
+		doc := store.Doc{Kind: KindConversation, ID: id, Session: id, User: c.User, Body: body}
+		if exists {
+			doc.Version = d.Version
+		}
+		extra.Put = append([]store.Doc{doc}, extra.Put...)
+		err = st.Apply(ctx, extra)
+		if errors.Is(err, store.ErrConflict) && attempt < 16 {
+			continue
+		}
+		return c, err
+	}
+}

@@ -1,0 +1,189 @@
+// Command support is the customer-service team of AutoGen's handoffs
+// pattern as a terminal program: Triage, Sales and Refunds are LLM agents
+// that hand the customer to each other with transfer tools, Human is a
+// person (the operator, on the same terminal) who takes the conversation
+// over when Triage escalates, Shop holds the tools, and User is you.
+//
+// Every answer is printed as "AgentID: text", every handoff once as
+// "[A → B]". When the conversation reaches Human, the operator is shown
+// the conversation so far and the next line typed is the operator's
+// answer; from then on each line of the user is shown to the operator,
+// and the line after it is the operator's. "exit" ends the program.
+//
+// It talks to any OpenAI-compatible server:
+//
+//	OPENAI_BASE_URL=http://localhost:11434/v1 OPENAI_MODEL=llama3.2 go run ./examples/support
+//
+// The conversation, the handoffs and the agents' histories are kept in a
+// SQLite file (support.db in the working directory, or -store), so a
+// program started again continues where the last one stopped. With -amqp
+// the agents meet on RabbitMQ, and -only splits them over processes:
+//
+//	go run ./examples/support -amqp -only Sales,Refunds,Human,Shop   # terminal 1: the operator
+//	go run ./examples/support -amqp -only Triage,User                # terminal 2: the customer
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/seed72275b23/agency-go/actions/handoff"
+	"github.com/seed72275b23/agency-go/actions/human"
+	"github.com/seed72275b23/agency-go/actions/store/sqlitestore"
+	"github.com/seed72275b23/agency-go/agency"
+	"github.com/seed72275b23/agency-go/amqpspace"
+	"github.com/seed72275b23/agency-go/space"
+)
+
+// errSetup is returned by run when the program cannot start as asked; it
+// exits with status 2 then.
+var errSetup = errors.New("support: cannot start")
+
+const noServer = `support needs an OpenAI-compatible model server that can call tools.
+Set OPENAI_BASE_URL to its URL (and OPENAI_API_KEY, OPENAI_MODEL as it needs):
+
+    OPENAI_BASE_URL=http://localhost:11434/v1 OPENAI_MODEL=llama3.2 go run ./examples/support
+    OPENAI_BASE_URL=https://api.openai.com/v1 OPENAI_API_KEY=sk-... go run ./examples/support
+`
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	err := run(ctx, os.Args[1:], os.Getenv, os.Stdin, os.Stdout, os.Stderr)
+	switch {
+	case errors.Is(err, errSetup):
+		os.Exit(2)
+	case err != nil:
+		fmt.Fprintln(os.Stderr, "support:", err)
+		os.Exit(1)
+	}
+}
+
+// run runs the program with the given arguments and environment, on the
+// given streams, until the user types exit, the input ends, or ctx ends.
+func run(ctx context.Context, args []string, env func(string) string, stdin io.Reader, stdout, stderr io.Writer) (err error) {
+	fs := flag.NewFlagSet("support", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	storePath := fs.String("store", "support.db", "the SQLite file of the conversation")
+	conv := fs.String("conversation", "support", "the id of the conversation")
+	useAMQP := fs.Bool("amqp", false, "run the agents on RabbitMQ (AMQP_URL, or AMQP_HOST, AMQP_PORT, …)")
+	exchange := fs.String("exchange", "agency-support", "with -amqp: the exchange the processes share")
+	only := fs.String("only", "", "with -amqp: the agents this process runs, of "+strings.Join(allIDs, ","))
+	logLevel := fs.String("log", "warn", "what is logged on stderr: debug, info, warn or error")
+	if err := fs.Parse(args); err != nil {
+		return fmt.Errorf("%w: %v", errSetup, err)
+	}
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
+		fmt.Fprintf(stderr, "support: -log %q: %v\n", *logLevel, err)
+		return errSetup
+	}
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+
+	ids := allIDs
+	if *only != "" {
+		if !*useAMQP {
+			fmt.Fprintln(stderr, "support: -only splits the agents over processes, which meet on RabbitMQ: give -amqp too")
+			return errSetup
+		}
+		ids = nil
+		for _, id := range strings.Split(*only, ",") {
+			id = strings.TrimSpace(id)
+			if !slices.Contains(allIDs, id) {
+				fmt.Fprintf(stderr, "support: -only: no agent %q (the agents: %s)\n", id, strings.Join(allIDs, ","))
+				return errSetup
+			}
+			ids = append(ids, id)
+		}
+	}
+	runs := func(id string) bool { return slices.Contains(ids, id) }
+	if (runs(triageID) || runs(salesID) || runs(refundsID)) && env("OPENAI_BASE_URL") == "" {
+		fmt.Fprint(stderr, noServer)
+		return errSetup
+	}
+
+	st, err := sqlitestore.Open(ctx, *storePath)
+	if err != nil {
+		return err
+	}
+	defer func() { err = errors.Join(err, st.Close()) }()
+
+	var sp interface {
+		Add(context.Context, *agency.Agent) error
+		Close(context.Context) error
+	}
+	if *useAMQP {
+		cfg, err := amqpspace.ConfigFromEnv()
+		if err != nil {
+			return err
+		}
+		cfg.Exchange, cfg.Logger = *exchange, log
+		if sp, err = amqpspace.New(ctx, cfg); err != nil {
+			return err
+		}
+	} else {
+		sp = space.NewLocal()
+	}
+	defer func() {
+		closeCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		err = errors.Join(err, sp.Close(closeCtx))
+	}()
+
+	term := human.NewTerminal(stdin, stdout)
+	defer term.Close()
+	team := &handoff.Team{
+		UserID: userID, Store: st, AfterWork: handoff.RevertToUser(), MaxHops: 6, Logger: log,
+		Members: []string{triageID, salesID, refundsID, humanID},
+		Observer: handoff.ObserverFunc(func(_ context.Context, e handoff.Event) {
+			if e.Kind == handoff.EventHandoff {
+				term.Printf("[%s → %s]\n", e.From, e.To)
+			}
+		}),
+	}
+	agents, err := newTeam(team, term, runs, log)
+	if err != nil {
+		return err
+	}
+	var user *human.User
+	if runs(userID) {
+		// A conversation the store knows goes on with the agent that holds it.
+		start, err := team.Holder(ctx, *conv)
+		if err != nil {
+			return err
+		}
+		if start == "" {
+			start = triageID
+		}
+		user, err = human.NewUser(userID, term, human.StartWith(start), human.Conversation(*conv))
+		if err != nil {
+			return err
+		}
+		agents = append(agents, user.Agent())
+	}
+	for _, a := range agents {
+		if err := sp.Add(ctx, a); err != nil {
+			return err
+		}
+	}
+	if user == nil {
+		fmt.Fprintf(stderr, "support: %s serving; Ctrl-C stops\n", strings.Join(ids, ", "))
+		<-ctx.Done()
+		return nil
+	}
+	fmt.Fprintf(stderr, "support: type a message for ACME's support (the conversation is with %s); exit leaves\n", user.Holder())
+	if err := user.Run(ctx); err != nil && ctx.Err() == nil {
+		return err
+	}
+	return nil
+}
