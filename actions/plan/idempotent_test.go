@@ -1,0 +1,100 @@
+package plan_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/seed72275b23/agency-go/actions/plan"
+	"github.com/seed72275b23/agency-go/actions/store"
+	"github.com/seed72275b23/agency-go/agency"
+	"github.com/seed72275b23/agency-go/space"
+)
+
+// Idempotent runs a handler once per key: concurrent and later deliveries
+// with the key get the first run's value or error; a message without a
+// key runs the handler each time.
+func TestIdempotent(t *testing.T) {
+	ctx := t.Context()
+	st := store.NewMemory()
+	var runs atomic.Int32
+	release, started := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	w := agency.MustNewAgent("Worker", agency.Concurrency(8))
+	agency.Handle(w, "work", plan.Idempotent(st, func(ctx context.Context, it Item) (int, error) {
+		runs.Add(1)
+		once.Do(func() { close(started) })
+		<-release
+		if it.N < 0 {
+			return 0, agency.InvalidArgs("n: must not be negative")
+		}
+		return it.N * 2, nil
+	}))
+	caller := agency.MustNewAgent("Caller")
+	sp := space.NewLocal()
+	defer sp.Close(context.Background())
+	for _, a := range []*agency.Agent{w, caller} {
+		if err := sp.Add(ctx, a); err != nil {
+			t.Fatal(err)
+		}
+	}
+	send := func(key string, n int) (int, error) {
+		m := &agency.Message{To: "Worker", Action: "work", Args: Item{N: n}}
+		if key != "" {
+			m.Meta = map[string]any{plan.IdempotencyKey: key}
+		}
+		r, err := caller.RequestMessage(ctx, m)
+		if err != nil {
+			return 0, err
+		}
+		return agency.Value[int](r)
+	}
+
+	var wg sync.WaitGroup
+	values := make([]int, 5)
+	for i := range values {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			v, err := send("k1", 21)
+			if err != nil {
+				t.Error(err)
+			}
+			values[i] = v
+		}()
+	}
+	<-started // the first delivery holds the key; the others wait for it
+	close(release)
+	wg.Wait()
+	if runs.Load() != 1 {
+		t.Fatalf("5 concurrent deliveries of one key ran the handler %d times", runs.Load())
+	}
+	for _, v := range values {
+		if v != 42 {
+			t.Fatalf("values %v, want 42 each", values)
+		}
+	}
+	if v, err := send("k1", 21); v != 42 || err != nil || runs.Load() != 1 {
+		t.Fatalf("a later delivery: %v %v, %d runs", v, err, runs.Load())
+	}
+	// An error is recorded too.
+	for i := 0; i < 2; i++ {
+		if _, err := send("k2", -1); !errors.Is(err, agency.ErrInvalidArgs) {
+			t.Fatalf("delivery %d of a failing key: %v", i+1, err)
+		}
+	}
+	if runs.Load() != 2 {
+		t.Fatalf("the failing key ran %d times", runs.Load()-1)
+	}
+	// Without a key: every time.
+	for i := 0; i < 2; i++ {
+		if _, err := send("", 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if runs.Load() != 4 {
+		t.Fatalf("deliveries without a key ran %d times, want 2", runs.Load()-2)
+	}
+}

@@ -1,0 +1,148 @@
+package planhttp
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"unicode/utf8"
+)
+
+// fieldError is one entry of a 422 answer, as FastAPI writes it.
+type fieldError struct {
+	Loc  []string `json:"loc"`
+	Msg  string   `json:"msg"`
+	Type string   `json:"type"`
+}
+
+// httpError is an answer other than 200: FastAPI's shape, {"detail": …},
+// with a string or, for 422, a list of fieldErrors.
+type httpError struct {
+	status int
+	detail any
+	header http.Header
+}
+
+func (e *httpError) Error() string { return fmt.Sprintf("%d: %v", e.status, e.detail) }
+
+func errorf(status int, format string, args ...any) *httpError {
+	return &httpError{status: status, detail: fmt.Sprintf(format, args...)}
+}
+
+func invalid(errs ...fieldError) *httpError {
+	return &httpError{status: http.StatusUnprocessableEntity, detail: errs}
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	body, err := json.Marshal(v)
+	if err != nil {
+		status, body = http.StatusInternalServerError, []byte(`{"detail":"the answer could not be encoded"}`)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+	w.WriteHeader(status)
+	_, _ = w.Write(body)
+}
+
+func writeError(w http.ResponseWriter, e *httpError) {
+	for k, vs := range e.header {
+		w.Header()[k] = vs
+	}
+	writeJSON(w, e.status, map[string]any{"detail": e.detail})
+}
+
+// kind is the JSON type a body field takes.
+type kind int
+
+const (
+	str kind = iota
+	boolean
+)
+
+// field describes a field of a request body.
+type field struct {
+	name     string
+	kind     kind
+	required bool
+	max      int // bytes, for strings
+	nonEmpty bool
+}
+
+// body is a decoded request body: the fields described, by name.
+type body struct {
+	strs  map[string]string
+	bools map[string]bool
+}
+
+// decodeBody reads r's JSON body (at most limit bytes) and checks it
+// against fields: missing required fields, wrong types and too long
+// strings are a 422 naming each field; a body that is not a JSON object is
+// a 400, one over the limit a 413. Fields not described are ignored, as
+// pydantic does.
+func decodeBody(w http.ResponseWriter, r *http.Request, limit int64, fields []field) (*body, *httpError) {
+	data, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
+	if err != nil {
+		var tooLarge *http.MaxBytesError
+		if errors.As(err, &tooLarge) {
+			return nil, errorf(http.StatusRequestEntityTooLarge, "body: larger than the limit of %d bytes", limit)
+		}
+		return nil, errorf(http.StatusBadRequest, "body: %v", err)
+	}
+	if len(bytes.TrimSpace(data)) == 0 {
+		return nil, invalid(fieldError{Loc: []string{"body"}, Msg: "field required", Type: "value_error.missing"})
+	}
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal(data, &raw); err != nil {
+		var syn *json.SyntaxError
+		if errors.As(err, &syn) {
+			return nil, errorf(http.StatusBadRequest, "body: not valid JSON (at byte %d): %v", syn.Offset, err)
+		}
+		return nil, errorf(http.StatusBadRequest, "body: must be a JSON object")
+	}
+	b := &body{strs: map[string]string{}, bools: map[string]bool{}}
+	var errs []fieldError
+	for _, f := range fields {
+		v, ok := raw[f.name]
+		if !ok || string(v) == "null" {
+			if f.required {
+				errs = append(errs, fieldError{Loc: []string{"body", f.name}, Msg: "field required", Type: "value_error.missing"})
+			}
+			continue
+		}
+		switch f.kind {
+		case str:
+			var s string
+			if err := json.Unmarshal(v, &s); err != nil {
+				errs = append(errs, fieldError{Loc: []string{"body", f.name}, Msg: "str type expected", Type: "type_error.str"})
+				continue
+			}
+			if f.max > 0 && len(s) > f.max {
+				errs = append(errs, fieldError{Loc: []string{"body", f.name}, Msg: fmt.Sprintf("ensure this value has at most %d characters", f.max), Type: "value_error.any_str.max_length"})
+				continue
+			}
+			if f.nonEmpty && s == "" {
+				errs = append(errs, fieldError{Loc: []string{"body", f.name}, Msg: "ensure this value has at least 1 characters", Type: "value_error.any_str.min_length"})
+				continue
+			}
+			if !utf8.ValidString(s) {
+				errs = append(errs, fieldError{Loc: []string{"body", f.name}, Msg: "invalid UTF-8", Type: "type_error.str"})
+				continue
+			}
+			b.strs[f.name] = s
+		case boolean:
+			var x bool
+			if err := json.Unmarshal(v, &x); err != nil {
+				errs = append(errs, fieldError{Loc: []string{"body", f.name}, Msg: "value could not be parsed to a boolean", Type: "type_error.bool"})
+				continue
+			}
+			b.bools[f.name] = x
+		}
+	}
+	if len(errs) > 0 {
+		return nil, invalid(errs...)
+	}
+	return b, nil
+}
