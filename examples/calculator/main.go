@@ -71,18 +71,17 @@ func (c *Calculator) Clear(ctx context.Context, args ClearArgs) (string, error) 
 	return "cleared: " + args.Reason, nil
 }
 
-// RequestPermission decides each call of an action whose access is
-// requested, by asking the Owner agent. It may wait as long as a human
-// takes to answer: the Owner's response does not queue behind the
-// Calculator's own inbox.
-func (c *Calculator) RequestPermission(ctx context.Context, m *agency.Message) bool {
-	args, err := json.Marshal(m.Args) // not yet decoded or validated
+// ApproveClear decides each call of clear, by asking the Owner agent. It
+// gets the arguments decoded and validated, as Clear would, and the caller
+// from the message in ctx. It may wait as long as a human takes to answer:
+// the Owner's response does not queue behind the Calculator's own inbox.
+func (c *Calculator) ApproveClear(ctx context.Context, args ClearArgs) (bool, error) {
+	raw, err := json.Marshal(args)
 	if err != nil {
-		return false
+		return false, err
 	}
-	ok, err := agency.Call[bool](ctx, agency.AgentFrom(ctx), "Owner", "approve",
-		ApproveArgs{Caller: m.From, Action: m.Action, Args: args})
-	return err == nil && ok
+	return agency.Call[bool](ctx, agency.AgentFrom(ctx), "Owner", "approve",
+		ApproveArgs{Caller: agency.MessageFrom(ctx).From, Action: "clear", Args: raw})
 }
 
 // Owner stands in for the human who owns the Calculator. It approves one
@@ -160,9 +159,9 @@ func main() {
 }
 
 // newCalculatorAgent returns an agent named Calculator with calc's add
-// action, and the options given.
-func newCalculatorAgent(calc *Calculator, opts ...agency.Option) (*agency.Agent, error) {
-	a, err := agency.NewAgent("Calculator", opts...)
+// action.
+func newCalculatorAgent(calc *Calculator) (*agency.Agent, error) {
+	a, err := agency.NewAgent("Calculator")
 	if err != nil {
 		return nil, err
 	}
@@ -177,14 +176,14 @@ func newCalculatorAgent(calc *Calculator, opts ...agency.Option) (*agency.Agent,
 // w.
 func run(ctx context.Context, w io.Writer) (err error) {
 	calc := &Calculator{}
-	calcAgent, err := newCalculatorAgent(calc, agency.Hooks(calc))
+	calcAgent, err := newCalculatorAgent(calc)
 	if err != nil {
 		return err
 	}
 	agency.Handle(calcAgent, "clear", calc.Clear,
 		agency.Describe("Clears the calculator's memory"),
 		agency.Returns("what was done"),
-		agency.WithAccess(agency.Requested))
+		agency.Approve(calc.ApproveClear)) // its access is requested: the Owner decides
 
 	owner := &Owner{out: w}
 	ownerAgent, err := agency.NewAgent("Owner")
@@ -281,9 +280,14 @@ func serveAMQP(ctx context.Context, cfg amqpspace.Config, w io.Writer) (err erro
 
 // callAMQP joins the AMQP space that cfg names as a User with an id of its
 // own, asks the Calculator for help, calls add(a, b) and writes both
-// answers to w.
+// answers to w. It joins only an exchange that exists: a mistyped
+// -exchange creates nothing on the broker.
 func callAMQP(ctx context.Context, cfg amqpspace.Config, a, b float64, w io.Writer) (err error) {
+	cfg.ExchangeMustExist = true
 	sp, err := connect(ctx, cfg)
+	if errors.Is(err, amqpspace.ErrNoExchange) {
+		return fmt.Errorf("no Calculator on exchange %q: the broker has no such exchange (is the name right?); start one with %s", cfg.Exchange, serveCommand(cfg.Exchange))
+	}
 	if err != nil {
 		return err
 	}

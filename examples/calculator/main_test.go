@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	amqp "github.com/rabbitmq/amqp091-go"
 	"go.uber.org/goleak"
 
 	"github.com/seed72275b23/agency-go/agency"
@@ -210,7 +211,9 @@ func TestAMQP(t *testing.T) {
 	}
 }
 
-// TestAMQPNoCalculator calls on an exchange where nobody serves.
+// TestAMQPNoCalculator calls on an exchange where nobody serves, and on
+// one that does not exist (a mistyped -exchange), which it must not
+// create.
 func TestAMQPNoCalculator(t *testing.T) {
 	cfg := testConfig(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -218,12 +221,36 @@ func TestAMQPNoCalculator(t *testing.T) {
 
 	var out bytes.Buffer
 	err := callAMQP(ctx, cfg, 2, 3, &out)
-	want := `no Calculator on exchange "` + cfg.Exchange + `": start one with go run ./examples/calculator -amqp -exchange ` + cfg.Exchange
+	want := `no Calculator on exchange "` + cfg.Exchange + `": the broker has no such exchange (is the name right?); start one with go run ./examples/calculator -amqp -exchange ` + cfg.Exchange
 	if err == nil || err.Error() != want {
 		t.Errorf("got %v, want %s", err, want)
 	}
 	if out.Len() != 0 {
 		t.Errorf("printed %q", out.String())
+	}
+	conn, err := amqp.Dial(cfg.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	ch, err := conn.Channel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ch.ExchangeDeclarePassive(cfg.Exchange, "topic", true, false, false, false, nil); err == nil {
+		t.Errorf("the caller left exchange %q behind", cfg.Exchange)
+	}
+
+	// An exchange that exists, where nobody serves.
+	sp, err := amqpspace.New(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sp.Close(ctx)
+	err = callAMQP(ctx, cfg, 2, 3, &out)
+	want = `no Calculator on exchange "` + cfg.Exchange + `": start one with go run ./examples/calculator -amqp -exchange ` + cfg.Exchange
+	if err == nil || err.Error() != want {
+		t.Errorf("got %v, want %s", err, want)
 	}
 }
 

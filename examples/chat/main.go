@@ -5,13 +5,14 @@
 //   - Calculator, which adds and multiplies;
 //   - Host, the agent of actions/host, which runs shell commands and reads,
 //     writes and lists files, each call approved at the terminal;
-//   - User, whose say action prints what it is told: the person at the
-//     terminal.
+//   - User, the person at the terminal: a human.User on a human.Terminal,
+//     whose say prints what it is told.
 //
 // A plain line goes to the Assistant as a say; its answer comes back as a
-// say to User and is printed. A line "/Agent.action {json args}" calls an
-// action as the User and prints its result. "/quit", end of input or an
-// interrupt ends the chat.
+// say to User and is printed, and then the next line is read. A line
+// "/Agent.action {json args}" calls an action as the User and prints its
+// result when it comes; "/agents" lists the agents in the space and their
+// actions. "/quit", end of input or an interrupt ends the chat.
 //
 // It needs an OpenAI-compatible model server: OPENAI_API_KEY for OpenAI,
 // or OPENAI_BASE_URL for another (a local Ollama, vLLM or LM Studio), and
@@ -21,13 +22,13 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/signal"
 	"slices"
@@ -38,6 +39,7 @@ import (
 	"time"
 
 	"github.com/seed72275b23/agency-go/actions/host"
+	"github.com/seed72275b23/agency-go/actions/human"
 	"github.com/seed72275b23/agency-go/actions/openai"
 	"github.com/seed72275b23/agency-go/agency"
 	"github.com/seed72275b23/agency-go/space"
@@ -68,6 +70,7 @@ tool calls.
 const usage = `Type a message for the Assistant, or:
   /Agent.action {json args}   call an action yourself, as User; the args are optional
                               e.g. /Calculator.add {"a":2,"b":3}  or  /Host.help
+  /agents                     list the agents in the space and the actions each offers you
   /help                       show this
   /quit                       leave (so do end of input and Ctrl-C)
 Host asks you before each of its actions: answer y to allow, anything else to refuse.
@@ -95,35 +98,18 @@ func main() {
 // space. env reads the environment. Without a model server configured it
 // writes how to set one and returns errNoModel.
 func run(ctx context.Context, env func(string) string, stdin io.Reader, stdout io.Writer) (err error) {
-	out := &console{w: stdout}
+	term := human.NewTerminal(stdin, stdout)
+	defer term.Close()
 	key, baseURL, model := env("OPENAI_API_KEY"), env("OPENAI_BASE_URL"), env("OPENAI_MODEL")
 	if key == "" && baseURL == "" {
-		out.print(setup)
+		term.Printf("%s", setup)
 		return errNoModel
 	}
-
-	// The one reader of stdin. It stops at the end of input, or once the
-	// chat has ended and it has a line nobody will read.
-	lines := make(chan string)
-	ended := make(chan struct{})
-	defer close(ended)
-	go func() {
-		defer close(lines)
-		sc := bufio.NewScanner(stdin)
-		sc.Buffer(nil, 1<<20) // a pasted text may be a long line
-		for sc.Scan() {
-			select {
-			case lines <- sc.Text():
-			case <-ended:
-				return
-			}
-		}
-	}()
 
 	// chatCtx ends with the chat, refusing the Host's pending and later
 	// questions; ctx itself ends the slash commands still running.
 	chatCtx, cancel := context.WithCancel(ctx)
-	c := &chat{out: out, lines: lines, asks: make(chan ask), ctx: chatCtx, callCtx: ctx}
+	c := &chat{term: term, ctx: chatCtx, callCtx: ctx}
 	defer cancel()
 
 	var opts []openai.Option
@@ -150,7 +136,7 @@ func run(ctx context.Context, env func(string) string, stdin io.Reader, stdout i
 	if err != nil {
 		return err
 	}
-	c.user, err = newUser("User", out)
+	c.user, err = human.NewUser("User", term, human.StartWith("Assistant"))
 	if err != nil {
 		return err
 	}
@@ -165,24 +151,24 @@ func run(ctx context.Context, env func(string) string, stdin io.Reader, stdout i
 		}
 	}()
 	// The Assistant comes last: on joining it asks everyone for help.
-	for _, a := range []*agency.Agent{calc, hostAgent.Agent(), c.user.Agent, assistant.Agent()} {
+	for _, a := range []*agency.Agent{calc, hostAgent.Agent(), c.user.Agent(), assistant.Agent()} {
 		if err := sp.Add(ctx, a); err != nil {
 			return err
 		}
 	}
 
-	out.print("Chat with Assistant. The agents in the space and their actions:\n")
+	term.Printf("Chat with Assistant. The agents in the space and their actions:\n")
 	for _, id := range []string{"Assistant", "Calculator", "Host", "User"} {
 		c.showActions(id)
 	}
-	out.printf("\n%s\n", usage)
+	term.Printf("\n%s\n", usage)
 	c.loop()
 	// From here on the Host's questions are refused. The actions called with
 	// slash commands may still finish and show their results; an interrupt
 	// stops them.
 	cancel()
 	if n := c.running.Load(); n > 0 {
-		out.printf("Waiting for %d action(s) to finish; Ctrl-C stops them.\n", n)
+		term.Printf("Waiting for %d action(s) to finish; Ctrl-C stops them.\n", n)
 	}
 	c.calls.Wait()
 	return nil
@@ -190,38 +176,27 @@ func run(ctx context.Context, env func(string) string, stdin io.Reader, stdout i
 
 // chat is the terminal side of the User.
 type chat struct {
-	out   *console
-	user  *user
-	lines <-chan string
-	asks  chan ask
-	ctx   context.Context // done when the chat ends
+	term *human.Terminal
+	user *human.User
+	ctx  context.Context // done when the chat ends
 
 	callCtx context.Context // for slash commands: done on an interrupt
 	calls   sync.WaitGroup  // slash commands running
 	running atomic.Int32    // how many
 }
 
-// ask is a question for the person at the terminal, answered by the next
-// line.
-type ask struct {
-	question string
-	answer   chan bool       // buffered: the loop never waits to answer
-	gone     <-chan struct{} // closed when the asker stopped waiting (its request's deadline)
-}
-
 // showActions prints the actions that the agent with the given id offers
 // the User, from its help.
 //
-// It also makes sure that the Assistant knows the agent before the first
-// line is read: each agent answers the help the Assistant broadcast on
-// joining before this later one, and the Assistant reads that answer before
-// a say that comes after it.
+// It also gives the agents time to answer the help the Assistant broadcast
+// on joining before the first line is read: each answers that help before
+// this later one.
 func (c *chat) showActions(id string) {
 	ctx, cancel := context.WithTimeout(c.ctx, 10*time.Second)
 	defer cancel()
-	help, err := agency.Call[map[string]agency.ActionHelp](ctx, c.user.Agent, id, agency.HelpAction, nil)
+	help, err := agency.Call[map[string]agency.ActionHelp](ctx, c.user.Agent(), id, agency.HelpAction, nil)
 	if err != nil {
-		c.out.printf("  %s: %v\n", id, err)
+		c.term.Printf("  %s: %v\n", id, err)
 		return
 	}
 	names := make([]string, 0, len(help))
@@ -232,89 +207,91 @@ func (c *chat) showActions(id string) {
 		names = append(names, name)
 	}
 	slices.Sort(names)
-	if id == c.user.ID() {
+	if id == c.user.Agent().ID() {
 		id += " (you)"
 	}
-	c.out.printf("  %s: %s\n", id, strings.Join(names, ", "))
+	c.term.Printf("  %s: %s\n", id, strings.Join(names, ", "))
 }
 
-// loop handles input lines until the end: each line answers the oldest open
-// question, if there is one, or is a message or command.
+// loop handles the lines the person types, that no question of the Host
+// takes, until the end.
 func (c *chat) loop() {
-	var open []ask
 	for {
-		select {
-		case <-c.ctx.Done():
+		line, err := c.term.Ask(c.ctx, human.Line{})
+		if err != nil {
+			return // the end of input, or the chat's end
+		}
+		if !c.handle(strings.TrimSpace(line)) {
 			return
-		case a := <-c.asks:
-			open = append(open, a)
-			if len(open) == 1 {
-				c.out.print(a.question)
-			}
-		case <-headGone(open):
-			// The request behind the question timed out: say so now, so that
-			// the next line is not taken as an answer nobody waits for.
-			c.out.print("\n(that question was withdrawn: the request behind it timed out)\n")
-			open = open[1:]
-			if len(open) > 0 {
-				c.out.print(open[0].question)
-			}
-		case line, ok := <-c.lines:
-			if !ok {
-				return
-			}
-			if len(open) > 0 {
-				answer := strings.ToLower(strings.TrimSpace(line))
-				open[0].answer <- answer == "y" || answer == "yes"
-				open = open[1:]
-				if len(open) > 0 {
-					c.out.print(open[0].question)
-				}
-				continue
-			}
-			if !c.handle(strings.TrimSpace(line)) {
-				return
-			}
 		}
 	}
 }
 
-// headGone is closed when the asker of the oldest open question stops
-// waiting; nil (never ready) when no question is open.
-func headGone(open []ask) <-chan struct{} {
-	if len(open) == 0 {
-		return nil
-	}
-	return open[0].gone
-}
-
-// handle acts on one line; it returns false to end the chat.
+// handle acts on one line; it returns false to end the chat. A message for
+// the Assistant returns once its answer has been shown (the Host may ask
+// questions meanwhile, which take the lines typed).
 func (c *chat) handle(line string) bool {
 	switch {
 	case line == "":
 	case line == "/quit":
 		return false
 	case line == "/help":
-		c.out.print(usage)
+		c.term.Printf("%s", usage)
+	case line == "/agents":
+		c.listAgents()
 	case strings.HasPrefix(line, "/"):
 		c.invoke(line)
 	default:
-		if err := c.user.tell(c.ctx, "Assistant", line); err != nil {
-			c.out.printf("Could not reach Assistant: %v\n", err)
+		if err := c.user.Say(c.ctx, line); err != nil && c.ctx.Err() == nil {
+			c.term.Printf("(%s: %v)\n", c.user.Holder(), err)
 		}
 	}
 	return true
 }
 
+// listAgents prints the agents in the space and the actions each offers
+// the User, as agency.Survey finds them. Like invoke, it does not wait: an
+// agent busy with an action (the Assistant in a turn) answers after it.
+func (c *chat) listAgents() {
+	c.calls.Add(1)
+	c.running.Add(1)
+	go func() {
+		defer c.calls.Done()
+		defer c.running.Add(-1)
+		ctx, cancel := context.WithTimeout(c.callCtx, 30*time.Second)
+		defer cancel()
+		agents, err := agency.Survey(ctx, c.user.Agent())
+		if c.callCtx.Err() != nil {
+			return // interrupted: nobody to tell
+		}
+		var b strings.Builder
+		b.WriteString("Agents in the space:\n")
+		for _, id := range slices.Sorted(maps.Keys(agents)) {
+			names := slices.Sorted(maps.Keys(agents[id]))
+			for i, name := range names {
+				if agents[id][name].Access == agency.Requested.String() {
+					names[i] += " (asks you first)"
+				}
+			}
+			fmt.Fprintf(&b, "  %s: %s\n", id, strings.Join(names, ", "))
+		}
+		fmt.Fprintf(&b, "  %s (you): %s\n", c.user.Agent().ID(), strings.Join(c.user.Agent().ActionNames(), ", "))
+		if err != nil {
+			fmt.Fprintf(&b, "  (not every agent answered: %v)\n", err)
+		}
+		c.term.Printf("%s", b.String())
+	}()
+}
+
 // invoke runs a slash command, "/Agent.action {json args}", as a request
 // from the User, and prints its result when it comes. It does not wait for
-// it: the loop must stay free to answer the Host's questions.
+// it: the person must stay free to answer the Host's questions.
 func (c *chat) invoke(line string) {
 	target, argText, _ := strings.Cut(line[1:], " ")
 	argText = strings.TrimSpace(argText)
 	dot := strings.LastIndex(target, ".") // an agent id may hold dots; action names rarely do
 	if dot <= 0 || dot == len(target)-1 {
-		c.out.printf("Say /Agent.action {json args}, e.g. /Calculator.add {\"a\":2,\"b\":3}; /help for more.\n")
+		c.term.Printf("Say /Agent.action {json args}, e.g. /Calculator.add {\"a\":2,\"b\":3}; /help for more.\n")
 		return
 	}
 	agent, action := target[:dot], target[dot+1:]
@@ -322,7 +299,7 @@ func (c *chat) invoke(line string) {
 	if argText != "" {
 		var obj map[string]json.RawMessage
 		if err := json.Unmarshal([]byte(argText), &obj); err != nil || obj == nil {
-			c.out.printf("The arguments must be a JSON object, e.g. {\"a\":2,\"b\":3}.\n")
+			c.term.Printf("The arguments must be a JSON object, e.g. {\"a\":2,\"b\":3}.\n")
 			return
 		}
 		args = json.RawMessage(argText)
@@ -334,14 +311,14 @@ func (c *chat) invoke(line string) {
 		defer c.running.Add(-1)
 		ctx, cancel := context.WithTimeout(c.callCtx, requestTimeout)
 		defer cancel()
-		r, err := c.user.Request(ctx, agent, action, args)
+		r, err := c.user.Agent().Request(ctx, agent, action, args)
 		switch {
 		case c.callCtx.Err() != nil:
 			// Interrupted: nobody to tell.
 		case err != nil:
-			c.out.printf("%s.%s failed: %v\n", agent, action, err)
+			c.term.Printf("%s.%s failed: %v\n", agent, action, err)
 		default:
-			c.out.printf("%s.%s: %s\n", agent, action, show(r.Args))
+			c.term.Printf("%s.%s: %s\n", agent, action, show(r.Args))
 		}
 	}()
 }
@@ -360,22 +337,22 @@ func (c *chat) approve(ctx context.Context, m *agency.Message) bool {
 	if thoughts, ok := m.Meta["thoughts"].(string); ok && thoughts != "" {
 		q = fmt.Sprintf("(%s thinks: %s)\n%s", m.From, thoughts, q)
 	}
-	a := ask{question: q, answer: make(chan bool, 1), gone: ctx.Done()}
-	select {
-	case c.asks <- a:
-	case <-ctx.Done():
-		return false
-	case <-c.ctx.Done():
-		return false
-	}
-	select {
-	case ok := <-a.answer:
-		return ok
-	case <-ctx.Done():
-		return false
-	case <-c.ctx.Done():
+	// The question ends with the request behind it, or with the chat.
+	qctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stop := context.AfterFunc(c.ctx, cancel)
+	defer stop()
+	answer, err := c.term.Ask(qctx, human.Line{Text: q})
+	if err != nil {
+		if ctx.Err() != nil && c.ctx.Err() == nil {
+			// Say so now, so that the next line is not taken as an answer
+			// nobody waits for.
+			c.term.Printf("\n(that question was withdrawn: the request behind it timed out)\n")
+		}
 		return false
 	}
+	answer = strings.ToLower(strings.TrimSpace(answer))
+	return answer == "y" || answer == "yes"
 }
 
 // show formats a result value for the terminal: a string as it is,
@@ -400,20 +377,4 @@ func show(v any) string {
 		return fmt.Sprint(v)
 	}
 	return string(b)
-}
-
-// console serializes writes to the terminal from the agents' goroutines.
-type console struct {
-	mu sync.Mutex
-	w  io.Writer
-}
-
-func (c *console) print(s string) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	io.WriteString(c.w, s)
-}
-
-func (c *console) printf(format string, args ...any) {
-	c.print(fmt.Sprintf(format, args...))
 }
