@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -70,7 +71,8 @@ type subscription struct {
 	closeOnce sync.Once
 
 	ackMu sync.Mutex
-	held  map[uint64]heldDelivery // handed to the agent, not yet acknowledged
+	held  map[uint64]heldDelivery // handed to the agent, not yet taken
+	acks  ackState                // acks.go
 }
 
 // heldDelivery is a delivery whose acknowledgement waits for the agent.
@@ -119,41 +121,49 @@ func (sub *subscription) hold(tag uint64, key, consumer string, size int) {
 }
 
 // ack acknowledges a held delivery, once: acknowledging a tag twice would
-// close the channel.
+// close the channel. The acknowledgement may wait to go with others
+// (acks.go).
 func (sub *subscription) ack(tag uint64) {
 	sub.ackMu.Lock()
 	h, ok := sub.held[tag]
+	var keys []string
 	if ok {
 		delete(sub.held, tag)
-		_ = sub.acker.Ack(tag, false) // a lost one is recognised on redelivery
+		keys = sub.settleLocked(tag, h.key)
 	}
 	sub.ackMu.Unlock()
 	if ok {
 		sub.uncount(h.consumer, h.size)
-		sub.acked(h.key)
 	}
+	sub.ackedAll(keys)
 }
 
 // releaseAll acknowledges every held delivery, or those held since before
-// cutoff when it is not zero. One at a time: the broker's "multiple" would
-// also take deliveries not yet handed over, which the two consumers of the
-// channel may have overtaken.
+// cutoff when it is not zero, and sends every acknowledgement that waits.
 func (sub *subscription) releaseAll(cutoff time.Time) {
 	var done []heldDelivery
+	var keys []string
 	sub.ackMu.Lock()
+	tags := make([]uint64, 0, len(sub.held))
 	for tag, h := range sub.held {
 		if !cutoff.IsZero() && h.since.After(cutoff) {
 			continue
 		}
-		_ = sub.acker.Ack(tag, false)
+		tags = append(tags, tag)
+	}
+	slices.Sort(tags) // the lowest first: the most go in one batch
+	for _, tag := range tags {
+		h := sub.held[tag]
 		delete(sub.held, tag)
 		done = append(done, h)
+		keys = append(keys, sub.settleLocked(tag, h.key)...)
 	}
+	keys = append(keys, sub.flushLocked()...)
 	sub.ackMu.Unlock()
 	for _, h := range done {
 		sub.uncount(h.consumer, h.size)
-		sub.acked(h.key)
 	}
+	sub.ackedAll(keys)
 }
 
 func (mem *member) queues() [2]string { return [2]string{mem.id, mem.id + broadcastSuffix} }
@@ -187,6 +197,7 @@ func (mem *member) consumeQueues(sess *session, existing bool) (*subscription, e
 		return nil, fmt.Errorf("adding %q: %w", mem.id, err)
 	}
 	sub := &subscription{sess: sess, cc: cc, ch: ch, acker: ch, stopped: make(chan struct{}), acked: mem.acked}
+	sub.acks.batch = max(s.cfg.Prefetch/4, 1)
 	fail := func(err error) (*subscription, error) {
 		sub.close()
 		var ae *amqp.Error
@@ -308,28 +319,53 @@ func (mem *member) consume(sess *session, sub *subscription) {
 			}
 		}
 	}()
+	// What is settled from now on is acknowledged at once; what waits
+	// goes (and fails, the channel being closed, so that its keys are
+	// recorded as maybe acknowledged).
+	defer sub.setBusy(false)
 	direct, broadcast := sub.direct, sub.broadcast
 	sweep := time.NewTicker(maxHold / 4)
 	defer sweep.Stop()
+	busy := false
 	for direct != nil || broadcast != nil {
+		var d amqp.Delivery
+		var ok, isBroadcast bool
 		select {
 		case now := <-sweep.C:
 			sub.releaseAll(now.Add(-maxHold))
-		case d, ok := <-direct:
-			if !ok {
-				direct = nil
-				mem.consumerEnded(sess, sub)
-				continue
+			continue
+		case d, ok = <-direct:
+		case d, ok = <-broadcast:
+			isBroadcast = true
+		default:
+			// Nothing is ready: the acknowledgements that wait go now.
+			if busy {
+				sub.setBusy(false)
+				busy = false
 			}
-			mem.take(sub, d, false)
-		case d, ok := <-broadcast:
-			if !ok {
-				broadcast = nil
-				mem.consumerEnded(sess, sub)
+			select {
+			case now := <-sweep.C:
+				sub.releaseAll(now.Add(-maxHold))
 				continue
+			case d, ok = <-direct:
+			case d, ok = <-broadcast:
+				isBroadcast = true
 			}
-			mem.take(sub, d, true)
 		}
+		if !ok {
+			if isBroadcast {
+				broadcast = nil
+			} else {
+				direct = nil
+			}
+			mem.consumerEnded(sess, sub)
+			continue
+		}
+		if !busy {
+			sub.setBusy(true)
+			busy = true
+		}
+		mem.take(sub, d, isBroadcast)
 	}
 	mem.mu.Lock()
 	if mem.sub == sub {
@@ -363,13 +399,13 @@ func (mem *member) take(sub *subscription, d amqp.Delivery, broadcast bool) {
 	if len(d.Body) == 0 && sub.cc != nil {
 		if size, ok := sub.cc.gate.oversized(d.ConsumerTag, d.DeliveryTag); ok {
 			mem.s.log.Warn("amqpspace: dropped a message over the size limit", "agent", mem.id, "bytes", size, "limit", mem.s.cfg.MaxMessageSize, "app_id", d.AppId)
-			_ = d.Ack(false)
+			sub.settle(d.DeliveryTag)
 			return
 		}
 	}
 	m := mem.check(d, broadcast)
 	if m == nil {
-		_ = d.Ack(false)
+		sub.settle(d.DeliveryTag)
 		sub.uncount(d.ConsumerTag, int64(len(d.Body)))
 		return
 	}
@@ -377,7 +413,7 @@ func (mem *member) take(sub *subscription, d amqp.Delivery, broadcast bool) {
 		if mem.hand(m) {
 			mem.acked(handedKey(m))
 		}
-		_ = d.Ack(false)
+		sub.settle(d.DeliveryTag)
 		sub.uncount(d.ConsumerTag, int64(len(d.Body)))
 		return
 	}
