@@ -7,11 +7,14 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/go-playground/validator/v10"
+
+	"github.com/seed72275b23/agency-go/internal/jsonscan"
 )
 
 // typeInfo is what decoding, validating and describing an argument type
@@ -43,7 +46,45 @@ type fieldPlan struct {
 	required bool
 	elem     *structPlan // for a struct field, or the element of a slice field
 	slice    bool
-	strict   bool // holds structs of its own, so unknown keys must be caught
+	strict   bool     // holds structs of its own, so unknown keys must be caught
+	pos      int      // its place in structPlan.order
+	fast     fastKind // a plain string, number or boolean, decoded without encoding/json
+}
+
+// fastKind is a kind of field decodeObject reads itself, where the JSON
+// value is plain: a string without escapes, an integer without fraction or
+// exponent, a number, a boolean. Anything else goes to encoding/json,
+// which gives the same result and the error texts.
+type fastKind uint8
+
+const (
+	fastNone fastKind = iota
+	fastString
+	fastInt
+	fastUint
+	fastFloat
+	fastBool
+)
+
+// fastKindOf returns how a field of type t, with the json tag options
+// opts, can be decoded without encoding/json.
+func fastKindOf(t reflect.Type, opts string) fastKind {
+	if strings.Contains(","+opts+",", ",string,") || decodesItself(t) {
+		return fastNone
+	}
+	switch t.Kind() {
+	case reflect.String:
+		return fastString
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		return fastInt
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
+		return fastUint
+	case reflect.Float32, reflect.Float64:
+		return fastFloat
+	case reflect.Bool:
+		return fastBool
+	}
+	return fastNone
 }
 
 var typeInfos sync.Map // reflect.Type → *typeInfo
@@ -117,7 +158,7 @@ func buildPlan(t reflect.Type, seen map[reflect.Type]*structPlan, hasRules *bool
 		if name == "" {
 			name = sf.Name
 		}
-		f := &fieldPlan{name: name, index: []int{i}, typ: ft, rules: rules, strict: holdsStruct(ft, map[reflect.Type]bool{})}
+		f := &fieldPlan{name: name, index: []int{i}, typ: ft, rules: rules, strict: holdsStruct(ft, map[reflect.Type]bool{}), fast: fastKindOf(ft, opts)}
 		omit := strings.Contains(","+opts+",", ",omitempty,") || strings.Contains(","+opts+",", ",omitzero,")
 		f.required = (!omit && ft.Kind() != reflect.Pointer) || hasRule(rules, "required")
 		switch {
@@ -141,6 +182,7 @@ func buildPlan(t reflect.Type, seen map[reflect.Type]*structPlan, hasRules *bool
 }
 
 func (p *structPlan) add(f *fieldPlan) {
+	f.pos = len(p.order)
 	p.fields[f.name] = f
 	p.order = append(p.order, f)
 	p.names = append(p.names, f.name)
@@ -301,24 +343,38 @@ func decodeObject(p *structPlan, raw []byte, rv reflect.Value, prefix string, de
 		errs.add(prefix, "nested deeper than %d objects", maxArgsDepth)
 		return
 	}
-	var obj map[string]json.RawMessage
+	// vals holds each field's value by its place in p.order; nil where the
+	// JSON does not give it.
+	var small [8][]byte
+	vals := small[:0]
+	if n := len(p.order); n <= len(small) {
+		vals = small[:n]
+	} else {
+		vals = make([][]byte, n)
+	}
 	if len(raw) > 0 {
 		// Nested objects are slices of one valid document; only the top needs
 		// the check. The walk keeps each key once: a key given twice could be
 		// read two ways, by an approver and by the decoder.
-		if depth == 0 && !json.Valid(raw) || raw[0] != '{' {
+		if depth == 0 && !jsonscan.Valid(raw) || raw[0] != '{' {
 			errs.add(prefix, "must be an object")
 			return
 		}
-		obj = make(map[string]json.RawMessage)
 		var unknown []string                                 // in the order given
+		var seen keySet                                      // the unknown keys
 		_ = eachMember(raw, func(k string, v []byte) error { // valid JSON: no error
-			if _, dup := obj[k]; dup {
+			f := p.fields[k]
+			switch {
+			case f == nil && !seen.add(k):
 				errs.add(join(prefix, k), "given twice")
-			} else if p.fields[k] == nil {
+			case f == nil:
 				unknown = append(unknown, k)
+			case vals[f.pos] != nil:
+				errs.add(join(prefix, k), "given twice")
+				vals[f.pos] = v // the last, as encoding/json would
+			default:
+				vals[f.pos] = v
 			}
-			obj[k] = v
 			return nil
 		})
 		for _, k := range unknown {
@@ -333,17 +389,20 @@ func decodeObject(p *structPlan, raw []byte, rv reflect.Value, prefix string, de
 		}
 	}
 	for _, name := range p.required {
-		if v, ok := obj[name]; !ok || isNull(v) {
+		if v := vals[p.fields[name].pos]; isNull(v) {
 			errs.add(join(prefix, name), "missing required field")
 		}
 	}
 	for _, f := range p.order {
-		v, ok := obj[f.name]
-		if !ok || isNull(v) {
+		v := vals[f.pos]
+		if isNull(v) {
+			continue
+		}
+		fv := fieldByIndex(rv, f.index)
+		if f.fast != fastNone && setFast(f.fast, v, fv) {
 			continue
 		}
 		path := join(prefix, f.name)
-		fv := fieldByIndex(rv, f.index)
 		switch {
 		case f.elem != nil && !f.slice:
 			if fv.Kind() == reflect.Pointer {
@@ -382,6 +441,76 @@ func decodeObject(p *structPlan, raw []byte, rv reflect.Value, prefix string, de
 			}
 		}
 	}
+}
+
+// setFast sets fv from the valid JSON value v where v is plain for the
+// field's kind, reporting whether it did; encoding/json would set the
+// same. Anything else (escapes, a fraction for an integer, a value out of
+// range, a value of another JSON type) is left to encoding/json.
+func setFast(kind fastKind, v []byte, fv reflect.Value) bool {
+	switch kind {
+	case fastString:
+		if v[0] != '"' || !jsonscan.Plain(v) {
+			return false
+		}
+		fv.SetString(string(v[1 : len(v)-1]))
+	case fastInt:
+		if !isInteger(v) {
+			return false
+		}
+		n, err := strconv.ParseInt(string(v), 10, fv.Type().Bits())
+		if err != nil {
+			return false
+		}
+		fv.SetInt(n)
+	case fastUint:
+		if !isInteger(v) || v[0] == '-' {
+			return false
+		}
+		n, err := strconv.ParseUint(string(v), 10, fv.Type().Bits())
+		if err != nil {
+			return false
+		}
+		fv.SetUint(n)
+	case fastFloat:
+		if v[0] != '-' && (v[0] < '0' || v[0] > '9') {
+			return false
+		}
+		x, err := strconv.ParseFloat(string(v), fv.Type().Bits())
+		if err != nil {
+			return false
+		}
+		fv.SetFloat(x)
+	case fastBool:
+		switch string(v) {
+		case "true":
+			fv.SetBool(true)
+		case "false":
+			fv.SetBool(false)
+		default:
+			return false
+		}
+	default:
+		return false
+	}
+	return true
+}
+
+// isInteger reports whether the valid JSON value v is a number without a
+// fraction or an exponent.
+func isInteger(v []byte) bool {
+	if v[0] == '-' {
+		v = v[1:]
+	}
+	if len(v) == 0 {
+		return false
+	}
+	for _, c := range v {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
 }
 
 // checkNils reports the required fields of a Go value that hold nil, as

@@ -9,7 +9,8 @@ import (
 	"slices"
 	"strings"
 	"time"
-	"unicode/utf8"
+
+	"github.com/seed72275b23/agency-go/internal/jsonscan"
 )
 
 const metaKey = "__meta__"
@@ -199,7 +200,7 @@ func checkArgsShape(args any) error {
 			return nil
 		}
 		if t[0] == '{' {
-			if !json.Valid(t) {
+			if !jsonscan.Valid(t) {
 				return fmt.Errorf("%w: args: invalid JSON %.40q", ErrMalformedMessage, t)
 			}
 			if k, dup := duplicateKey(t); dup {
@@ -239,11 +240,12 @@ func DecodeMessage(data []byte) (*Message, error) {
 
 // UnmarshalJSON decodes the wire format into m; see [DecodeMessage].
 func (m *Message) UnmarshalJSON(data []byte) error {
-	// json.Valid checks the whole input once; the walk below then splits the
+	// jsonscan.Valid checks the whole input once (as json.Valid would, in
+	// one fast pass); the walk below then splits the
 	// objects into their members without building maps, matching keys
 	// exactly (encoding/json would match struct fields regardless of case)
 	// and refusing a key given twice (two parsers could read it two ways).
-	if !json.Valid(data) {
+	if !jsonscan.Valid(data) {
 		var v any
 		return fmt.Errorf("%w: %s", ErrMalformedMessage, describeTopLevel(data, json.Unmarshal(data, &v)))
 	}
@@ -529,34 +531,22 @@ func isNull(raw json.RawMessage) bool {
 	return len(raw) == 0 || string(raw) == "null"
 }
 
-// The walk over valid JSON: eachMember and its helpers assume json.Valid
-// has accepted the input, so they check no syntax and never index past the
-// end of a valid document.
+// The walk over valid JSON (internal/jsonscan): eachMember and its helpers
+// assume jsonscan.Valid has accepted the input, so they check no syntax and
+// never index past the end of a valid document.
 
 // eachMember calls f with each key of the JSON object obj, in order, and the
 // raw text of its value.
 func eachMember(obj []byte, f func(key string, raw []byte) error) error {
-	i := skipSpace(obj, 1) // past '{'
-	if obj[i] == '}' {
-		return nil
+	var fErr error
+	err := jsonscan.Members(obj, func(key string, raw []byte) error {
+		fErr = f(key, raw)
+		return fErr
+	})
+	if err != nil && fErr == nil { // a key that did not unquote
+		return fmt.Errorf("%w: %v", ErrMalformedMessage, err)
 	}
-	for {
-		end := skipString(obj, i)
-		key, err := unquote(obj[i:end])
-		if err != nil {
-			return err
-		}
-		i = skipSpace(obj, skipSpace(obj, end)+1) // past ':'
-		vend := skipValue(obj, i)
-		if err := f(key, obj[i:vend]); err != nil {
-			return err
-		}
-		i = skipSpace(obj, vend)
-		if obj[i] == '}' {
-			return nil
-		}
-		i = skipSpace(obj, i+1) // past ','
-	}
+	return err
 }
 
 // duplicateKey returns a key that the valid JSON object obj gives twice at
@@ -567,92 +557,52 @@ func duplicateKey(obj []byte) (string, bool) {
 	if len(obj) == 0 || obj[0] != '{' {
 		return "", false
 	}
-	// Arguments are mostly small, and a slice beats a map for them; a map
-	// takes over past a few keys, so that many keys cost linear time.
-	const few = 16
-	var small []string
-	var large map[string]bool
+	var seen keySet
 	var dup string
 	_ = eachMember(obj, func(k string, _ []byte) error {
-		switch {
-		case dup != "":
-		case large != nil:
-			if large[k] {
-				dup = k
-			}
-			large[k] = true
-		case slices.Contains(small, k):
+		if dup == "" && !seen.add(k) {
 			dup = k
-		case len(small) < few:
-			small = append(small, k)
-		default:
-			large = make(map[string]bool, 2*few)
-			for _, s := range small {
-				large[s] = true
-			}
-			large[k] = true
 		}
 		return nil
 	})
 	return dup, dup != ""
 }
 
-func skipSpace(b []byte, i int) int {
-	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
-		i++
-	}
-	return i
+// keySet is a set of keys. Arguments are mostly small, and a slice beats a
+// map for them; a map takes over past a few keys, so that many keys cost
+// linear time.
+type keySet struct {
+	small []string
+	large map[string]bool
 }
 
-// skipString returns the index just past the string that starts at b[i].
-func skipString(b []byte, i int) int {
-	for i++; i < len(b); i++ {
-		switch b[i] {
-		case '\\':
-			i++
-		case '"':
-			return i + 1
+// add adds k, reporting whether it was not there yet.
+func (s *keySet) add(k string) bool {
+	const few = 16
+	switch {
+	case s.large != nil:
+		if s.large[k] {
+			return false
 		}
-	}
-	return i
-}
-
-// skipValue returns the index just past the value that starts at b[i].
-func skipValue(b []byte, i int) int {
-	switch b[i] {
-	case '"':
-		return skipString(b, i)
-	case '{', '[':
-		depth := 0
-		for ; i < len(b); i++ {
-			switch b[i] {
-			case '"':
-				i = skipString(b, i) - 1
-			case '{', '[':
-				depth++
-			case '}', ']':
-				depth--
-				if depth == 0 {
-					return i + 1
-				}
-			}
+		s.large[k] = true
+	case slices.Contains(s.small, k):
+		return false
+	case len(s.small) < few:
+		s.small = append(s.small, k)
+	default:
+		s.large = make(map[string]bool, 2*few)
+		for _, x := range s.small {
+			s.large[x] = true
 		}
-		return i
+		s.large[k] = true
 	}
-	for i < len(b) && !strings.ContainsRune(",}] \t\r\n", rune(b[i])) {
-		i++
-	}
-	return i
+	return true
 }
 
 // unquote decodes a JSON string literal.
 func unquote(lit []byte) (string, error) {
-	body := lit[1 : len(lit)-1]
-	if bytes.IndexByte(body, '\\') < 0 && utf8.Valid(body) {
-		return string(body), nil
-	}
-	var s string
-	if err := json.Unmarshal(lit, &s); err != nil {
+	s, err := jsonscan.Unquote(lit)
+	if err != nil {
 		return "", fmt.Errorf("%w: %v", ErrMalformedMessage, err)
 	}
 	return s, nil

@@ -20,6 +20,7 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/seed72275b23/agency-go/agency"
+	"github.com/seed72275b23/agency-go/internal/jsonscan"
 )
 
 // Interop names a wire dialect a space speaks besides its own; see
@@ -559,90 +560,23 @@ func (o object) get(k string) (json.RawMessage, bool) {
 // given twice: two parsers could read such a message two ways.
 func members(raw []byte) (object, error) {
 	var o object
-	if !json.Valid(raw) {
+	if !jsonscan.Valid(raw) {
 		return o, errors.New("not valid JSON")
 	}
 	// A walk over valid JSON, which needs no syntax checks.
-	i := skipSpace(raw, 0)
-	if raw[i] != '{' {
+	raw = raw[jsonscan.SkipSpace(raw, 0):]
+	if raw[0] != '{' {
 		return o, errors.New("not a JSON object")
 	}
-	i = skipSpace(raw, i+1)
 	o.keys, o.vals = make([]string, 0, 4), make([]json.RawMessage, 0, 4) // a message's parts
-	for raw[i] != '}' {
-		end := skipString(raw, i)
-		k, err := unquote(raw[i:end])
-		if err != nil {
-			return o, err
-		}
+	err := jsonscan.Members(raw, func(k string, v []byte) error {
 		if _, dup := o.get(k); dup {
-			return o, fmt.Errorf("key %q given twice", k)
+			return fmt.Errorf("key %q given twice", k)
 		}
-		i = skipSpace(raw, skipSpace(raw, end)+1) // past ':'
-		vend := skipValue(raw, i)
-		o.keys, o.vals = append(o.keys, k), append(o.vals, raw[i:vend])
-		if i = skipSpace(raw, vend); raw[i] == ',' {
-			i = skipSpace(raw, i+1)
-		}
-	}
-	return o, nil
-}
-
-func skipSpace(b []byte, i int) int {
-	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
-		i++
-	}
-	return i
-}
-
-// skipString returns the index just past the string that starts at b[i].
-func skipString(b []byte, i int) int {
-	for i++; i < len(b); i++ {
-		switch b[i] {
-		case '\\':
-			i++
-		case '"':
-			return i + 1
-		}
-	}
-	return i
-}
-
-// skipValue returns the index just past the value that starts at b[i].
-func skipValue(b []byte, i int) int {
-	switch b[i] {
-	case '"':
-		return skipString(b, i)
-	case '{', '[':
-		depth := 0
-		for ; i < len(b); i++ {
-			switch b[i] {
-			case '"':
-				i = skipString(b, i) - 1
-			case '{', '[':
-				depth++
-			case '}', ']':
-				if depth--; depth == 0 {
-					return i + 1
-				}
-			}
-		}
-		return i
-	}
-	for i < len(b) && !strings.ContainsRune(",}] \t\r\n", rune(b[i])) {
-		i++
-	}
-	return i
-}
-
-// unquote decodes a JSON string literal.
-func unquote(lit []byte) (string, error) {
-	if body := lit[1 : len(lit)-1]; bytes.IndexByte(body, '\\') < 0 {
-		return string(body), nil
-	}
-	var s string
-	err := json.Unmarshal(lit, &s)
-	return s, err
+		o.keys, o.vals = append(o.keys, k), append(o.vals, v)
+		return nil
+	})
+	return o, err
 }
 
 // dropNulls returns the object obj without the given keys where they are
