@@ -22,8 +22,11 @@ func (m *Message) MarshalJSON() ([]byte, error) {
 	if err := m.validate(); err != nil {
 		return nil, err
 	}
+	// The arguments first, to size the buffer once; their error, if any,
+	// comes after those of __meta__, as it always has.
+	args, argsErr := m.encodeArgs()
 	var b bytes.Buffer
-	b.Grow(128)
+	b.Grow(len(args) + len(m.To) + len(m.From) + len(m.Action) + len(m.ID) + len(m.ParentID) + 160)
 	b.WriteString(`{"to":`)
 	writeJSONString(&b, m.To)
 	b.WriteString(`,"from":`)
@@ -70,9 +73,8 @@ func (m *Message) MarshalJSON() ([]byte, error) {
 	b.WriteString("},")
 	writeJSONString(&b, m.Action)
 	b.WriteByte(':')
-	args, err := m.encodeArgs()
-	if err != nil {
-		return nil, err
+	if argsErr != nil {
+		return nil, argsErr
 	}
 	b.Write(args)
 	b.WriteString("}}")

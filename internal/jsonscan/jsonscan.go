@@ -12,6 +12,7 @@ package jsonscan
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"unicode/utf8"
 )
@@ -127,6 +128,18 @@ func literal(b []byte, i int, lit string) (int, bool) {
 // validString checks the string that starts at b[i] (a quote).
 func validString(b []byte, i int) (int, bool) {
 	for i++; ; {
+		// Eight bytes at a time while none of them is a quote, a backslash
+		// or a control character; then one at a time.
+		for i+8 <= len(b) {
+			w := binary.LittleEndian.Uint64(b[i:])
+			q, e := w^(ones*'"'), w^(ones*'\\')
+			// A byte under 0x20, or one that is zero once the quote or the
+			// backslash is cancelled out, sets its high bit here.
+			if ((w-ones*0x20)&^w|(q-ones)&^q|(e-ones)&^e)&(ones*0x80) != 0 {
+				break
+			}
+			i += 8
+		}
 		for i < len(b) && plain[b[i]] {
 			i++
 		}
@@ -161,6 +174,8 @@ func validString(b []byte, i int) (int, bool) {
 		}
 	}
 }
+
+const ones = 0x0101010101010101
 
 func isHex(c byte) bool {
 	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
