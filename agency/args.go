@@ -360,12 +360,23 @@ func decodeObject(p *structPlan, raw []byte, rv reflect.Value, prefix string, de
 			errs.add(prefix, "must be an object")
 			return
 		}
-		var unknown []string                                 // in the order given
-		var seen keySet                                      // the unknown keys
-		_ = eachMember(raw, func(k string, v []byte) error { // valid JSON: no error
-			f := p.fields[k]
+		var unknown []string                                     // in the order given
+		var seen keySet                                          // the unknown keys
+		_ = jsonscan.MembersRaw(raw, func(lit, v []byte) error { // valid JSON: no error
+			var f *fieldPlan
+			if jsonscan.Plain(lit) {
+				f = p.fields[string(lit[1:len(lit)-1])]
+			} else if k, err := jsonscan.Unquote(lit); err == nil {
+				f = p.fields[k]
+			}
+			var k string
+			if f != nil {
+				k = f.name
+			} else {
+				k, _ = jsonscan.Unquote(lit) // a valid literal unquotes
+			}
 			switch {
-			case f == nil && !seen.add(k):
+			case f == nil && !seen.add(lit):
 				errs.add(join(prefix, k), "given twice")
 			case f == nil:
 				unknown = append(unknown, k)

@@ -541,7 +541,11 @@ func isNull(raw json.RawMessage) bool {
 // raw text of its value.
 func eachMember(obj []byte, f func(key string, raw []byte) error) error {
 	var fErr error
-	err := jsonscan.Members(obj, func(key string, raw []byte) error {
+	err := jsonscan.MembersRaw(obj, func(lit, raw []byte) error {
+		key, err := keyString(lit)
+		if err != nil {
+			return err
+		}
 		fErr = f(key, raw)
 		return fErr
 	})
@@ -549,6 +553,30 @@ func eachMember(obj []byte, f func(key string, raw []byte) error) error {
 		return fmt.Errorf("%w: %v", ErrMalformedMessage, err)
 	}
 	return err
+}
+
+// keyString unquotes a key's literal; the wire format's own keys come
+// without an allocation.
+func keyString(lit []byte) (string, error) {
+	switch string(lit[1 : len(lit)-1]) {
+	case "to":
+		return "to", nil
+	case "from":
+		return "from", nil
+	case "action":
+		return "action", nil
+	case metaKey:
+		return metaKey, nil
+	case "id":
+		return "id", nil
+	case "parent_id":
+		return "parent_id", nil
+	case "deadline":
+		return "deadline", nil
+	case "no_reply":
+		return "no_reply", nil
+	}
+	return jsonscan.Unquote(lit)
 }
 
 // duplicateKey returns a key that the valid JSON object obj gives twice at
@@ -561,43 +589,58 @@ func duplicateKey(obj []byte) (string, bool) {
 	}
 	var seen keySet
 	var dup string
-	_ = eachMember(obj, func(k string, _ []byte) error {
-		if dup == "" && !seen.add(k) {
-			dup = k
+	_ = jsonscan.MembersRaw(obj, func(lit, _ []byte) error {
+		if !seen.add(lit) {
+			dup, _ = jsonscan.Unquote(lit)
+			return errStop
 		}
 		return nil
 	})
 	return dup, dup != ""
 }
 
-// keySet is a set of keys. Arguments are mostly small, and a slice beats a
-// map for them; a map takes over past a few keys, so that many keys cost
-// linear time.
+var errStop = errors.New("stop")
+
+// keySet is a set of keys, given as their literals. Arguments are mostly
+// small, and a few slots beat a map for them; a map takes over past a
+// few keys, so that many keys cost linear time.
 type keySet struct {
-	small []string
+	few   [16][]byte // the keys, unquoted, while there are few
+	n     int
 	large map[string]bool
 }
 
-// add adds k, reporting whether it was not there yet.
-func (s *keySet) add(k string) bool {
-	const few = 16
+// add adds the key with the literal lit, reporting whether it was not
+// there yet.
+func (s *keySet) add(lit []byte) bool {
+	k := lit[1 : len(lit)-1]
+	if !jsonscan.Plain(lit) {
+		u, _ := jsonscan.Unquote(lit) // a valid literal unquotes
+		k = []byte(u)
+	}
 	switch {
 	case s.large != nil:
-		if s.large[k] {
+		if s.large[string(k)] {
 			return false
 		}
-		s.large[k] = true
-	case slices.Contains(s.small, k):
-		return false
-	case len(s.small) < few:
-		s.small = append(s.small, k)
-	default:
-		s.large = make(map[string]bool, 2*few)
-		for _, x := range s.small {
-			s.large[x] = true
-		}
-		s.large[k] = true
+		s.large[string(k)] = true
+		return true
 	}
+	for _, x := range s.few[:s.n] {
+		if bytes.Equal(x, k) {
+			return false
+		}
+	}
+	if s.n < len(s.few) {
+		s.few[s.n] = k
+		s.n++
+		return true
+	}
+	s.large = make(map[string]bool, 2*len(s.few))
+	for _, x := range s.few {
+		s.large[string(x)] = true
+	}
+	s.large[string(k)] = true
 	return true
 }
 

@@ -185,8 +185,10 @@ func (p *publisher) publish(ctx context.Context, exchange, key string, mandatory
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("amqpspace: the message was not sent: %w", err)
 	}
-	ctx, cancel := context.WithTimeout(ctx, p.timeout)
-	defer cancel()
+	// The publish timeout, on a timer of the pool's: a context made for
+	// each message would cost a timer and the context.
+	timeout := getTimer(p.timeout)
+	defer putTimer(timeout)
 	msg.AppId = p.appID
 	w := &publishing{exchange: exchange, key: key, mandatory: mandatory, msg: msg, result: make(chan error, 1)}
 	select {
@@ -195,6 +197,8 @@ func (p *publisher) publish(ctx context.Context, exchange, key string, mandatory
 		return p.lostErr()
 	case <-ctx.Done():
 		return fmt.Errorf("amqpspace: the message was not sent: %w", ctx.Err())
+	case <-timeout.C:
+		return fmt.Errorf("amqpspace: the message was not sent: %w", context.DeadlineExceeded)
 	}
 	select {
 	case err := <-w.result:
@@ -202,7 +206,27 @@ func (p *publisher) publish(ctx context.Context, exchange, key string, mandatory
 	case <-ctx.Done():
 		// The writer or the listener still settles w; no one reads it.
 		return fmt.Errorf("%w: %w", ErrUnconfirmed, ctx.Err())
+	case <-timeout.C:
+		return fmt.Errorf("%w: %w", ErrUnconfirmed, context.DeadlineExceeded)
 	}
+}
+
+// timers holds stopped timers for publish.
+var timers sync.Pool
+
+func getTimer(d time.Duration) *time.Timer {
+	if t, ok := timers.Get().(*time.Timer); ok {
+		t.Reset(d)
+		return t
+	}
+	return time.NewTimer(d)
+}
+
+// putTimer stops t and gives it back to the pool. (Since Go 1.23 a
+// stopped timer's channel holds no stale value: Reset starts afresh.)
+func putTimer(t *time.Timer) {
+	t.Stop()
+	timers.Put(t)
 }
 
 func (p *publisher) lostErr() error {

@@ -294,19 +294,28 @@ func SkipValue(b []byte, i int) int {
 // returns an error, which it returns. A key that does not unquote is
 // such an error too.
 func Members(obj []byte, f func(key string, raw []byte) error) error {
+	return MembersRaw(obj, func(lit, raw []byte) error {
+		key, err := Unquote(lit)
+		if err != nil {
+			return err
+		}
+		return f(key, raw)
+	})
+}
+
+// MembersRaw is Members with each key as its literal, quotes and escapes
+// included, for callers that can compare it without making a string.
+func MembersRaw(obj []byte, f func(lit, raw []byte) error) error {
 	i := SkipSpace(obj, 1) // past '{'
 	if obj[i] == '}' {
 		return nil
 	}
 	for {
 		end := SkipString(obj, i)
-		key, err := Unquote(obj[i:end])
-		if err != nil {
-			return err
-		}
+		lit := obj[i:end]
 		i = SkipSpace(obj, SkipSpace(obj, end)+1) // past ':'
 		vend := SkipValue(obj, i)
-		if err := f(key, obj[i:vend]); err != nil {
+		if err := f(lit, obj[i:vend]); err != nil {
 			return err
 		}
 		i = SkipSpace(obj, vend)
