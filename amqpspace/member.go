@@ -500,7 +500,7 @@ func (mem *member) check(d amqp.Delivery, broadcast bool) *agency.Message {
 		return nil
 	}
 	switch {
-	case checkID(m.From) != nil:
+	case checkTopology(m.From) != nil: // DecodeMessage has validated it as an id
 		s.log.Warn("amqpspace: dropped a message from an id no agent of this space can have", "agent", mem.id, "from", m.From, "action", m.Action)
 		return nil
 	case broadcast && m.To != agency.Broadcast, !broadcast && m.To != mem.id:

@@ -23,10 +23,14 @@ import (
 // network) cannot hold it past its context; a write stuck for longer than
 // the publish timeout fails the session.
 //
-// One goroutine reads both returns and confirms from unbuffered channels:
-// the broker sends a message's return before its ack, and the client
-// library hands them over one at a time in that order, so the return is
-// always recorded before the ack is seen.
+// One goroutine reads both returns and confirms: the broker sends a
+// message's return before its ack, and the client library's reader hands
+// them over in that order. Returns come on an unbuffered channel, so the
+// reader goes on to the ack only once the listener has the return, and
+// records it before it can read anything else; confirms come on a
+// buffered one, so that the reader does not wait for the listener at each
+// confirmation (the broker confirms many at once, and the library hands
+// them over one by one).
 type publisher struct {
 	ch      *amqp.Channel
 	appID   string
@@ -52,6 +56,10 @@ type publishing struct {
 	result   chan error // buffered: receives exactly one outcome
 }
 
+// confirmBuffer is how many confirmations the client library can hand
+// over before the listener reads them.
+const confirmBuffer = 512
+
 func newPublisher(wg *sync.WaitGroup, ch *amqp.Channel, appID string, timeout time.Duration, stalled func(error)) *publisher {
 	p := &publisher{
 		ch: ch, appID: appID, timeout: timeout, stalled: stalled,
@@ -60,7 +68,7 @@ func newPublisher(wg *sync.WaitGroup, ch *amqp.Channel, appID string, timeout ti
 		gone:     make(chan struct{}),
 	}
 	returns := ch.NotifyReturn(make(chan amqp.Return))
-	confirms := ch.NotifyPublish(make(chan amqp.Confirmation))
+	confirms := ch.NotifyPublish(make(chan amqp.Confirmation, confirmBuffer))
 	wg.Add(2)
 	go func() { defer wg.Done(); p.listen(returns, confirms) }()
 	go func() { defer wg.Done(); p.write() }()

@@ -249,6 +249,15 @@ func (s *Space) isClosed() bool {
 
 // checkID refuses ids that the AMQP topology cannot carry safely.
 func checkID(id string) error {
+	if err := checkTopology(id); err != nil {
+		return err
+	}
+	return agency.ValidateID(id)
+}
+
+// checkTopology is checkID without agency.ValidateID, for an id that
+// agency.DecodeMessage has checked already.
+func checkTopology(id string) error {
 	switch {
 	case len(id) > maxIDLength:
 		return fmt.Errorf("%w: %d bytes; amqpspace takes at most %d, to leave room for the %q queue", agency.ErrInvalidID, len(id), maxIDLength, broadcastSuffix)
@@ -257,7 +266,7 @@ func checkID(id string) error {
 	case strings.HasSuffix(id, broadcastSuffix):
 		return fmt.Errorf("%w: %q: an id ending in %q would share the broadcast queue of agent %q", agency.ErrInvalidID, id, broadcastSuffix, strings.TrimSuffix(id, broadcastSuffix))
 	}
-	return agency.ValidateID(id)
+	return nil
 }
 
 // Remove takes the agent with the given id out; see space.Space. It runs
