@@ -338,7 +338,8 @@ func (mem *member) consume(sess *session, sub *subscription) {
 		case d, ok = <-broadcast:
 			isBroadcast = true
 		default:
-			// Nothing is ready: the acknowledgements that wait go now.
+			// Nothing is ready: the acknowledgements that wait go now,
+			// unless the agent holds more to take (acks.go).
 			if busy {
 				sub.setBusy(false)
 				busy = false
