@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	amqp "github.com/rabbitmq/amqp091-go"
+
 	"github.com/seed72275b23/agency-go/agency"
 	"github.com/seed72275b23/agency-go/amqpspace"
 )
@@ -260,8 +262,18 @@ func BenchmarkAMQPRecovery(b *testing.B) {
 	target := newEcho()
 	addAll(b, newSpace(b, amqpspace.Config{Exchange: ex}), caller, target)
 
+	// The same broker calls as an Add, made by a bare client on a
+	// connection of its own straight to the broker, at the same moments:
+	// what the broker makes anyone wait meanwhile.
+	bare, err := amqp.Dial(brokerURL(b))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer bare.Close()
+
 	var recovery time.Duration
-	var adds, sends []time.Duration
+	var adds, sends, bares []time.Duration
+	bareSteps := make([]time.Duration, len(bareAddSteps))
 	b.ResetTimer()
 	for i := range b.N {
 		for len(logs.msgs) > 0 {
@@ -287,6 +299,27 @@ func BenchmarkAMQPRecovery(b *testing.B) {
 				cancel()
 			}
 		}()
+		bareDone := make(chan struct{})
+		go func() {
+			defer close(bareDone)
+			for n := 0; ; n++ {
+				select {
+				case <-stop:
+					return
+				case <-time.After(50 * time.Millisecond):
+				}
+				at := time.Now()
+				times, err := bareAdd(bare, ex, fmt.Sprintf("%s-bare-%d-%d", ids[0], i, n))
+				if err != nil {
+					b.Errorf("bare client: %v", err)
+					return
+				}
+				bares = append(bares, time.Since(at))
+				for j, d := range times {
+					bareSteps[j] = max(bareSteps[j], d)
+				}
+			}
+		}()
 		cut := time.Now()
 		proxy.cut()
 		logs.expectWithin(b, "reconnected", 5*time.Minute)
@@ -296,14 +329,66 @@ func BenchmarkAMQPRecovery(b *testing.B) {
 		recovery += time.Since(cut)
 		close(stop)
 		<-probed
+		<-bareDone
 	}
 	b.StopTimer()
 	slices.Sort(adds)
 	slices.Sort(sends)
+	slices.Sort(bares)
 	b.ReportMetric(0, "ns/op")
 	b.ReportMetric(recovery.Seconds()/float64(b.N), "s-to-all-answering")
 	b.ReportMetric(float64(adds[len(adds)/2].Milliseconds()), "median-Add-ms")
 	b.ReportMetric(float64(adds[len(adds)-1].Milliseconds()), "max-Add-ms")
 	b.ReportMetric(float64(sends[len(sends)/2].Milliseconds()), "median-Send-ms")
 	b.ReportMetric(float64(sends[len(sends)-1].Milliseconds()), "max-Send-ms")
+	b.ReportMetric(float64(bares[len(bares)/2].Milliseconds()), "median-bare-ms")
+	b.ReportMetric(float64(bares[len(bares)-1].Milliseconds()), "max-bare-ms")
+	b.Logf("the bare client's longest wait for each call: %v", bareSteps)
+}
+
+// bareAddSteps names the broker calls of an Add, as bareAdd makes them.
+var bareAddSteps = []string{"channel", "qos", "declare", "consume", "declare", "consume", "bind", "bind"}
+
+// bareAdd does with a bare amqp091-go client on conn what Add asks of the
+// broker for an agent named id (a channel, its prefetch, two queues
+// declared, consumed and bound), times each call, and deletes the queues.
+func bareAdd(conn *amqp.Connection, exchange, id string) ([]time.Duration, error) {
+	times := make([]time.Duration, 0, len(bareAddSteps))
+	start := time.Now()
+	step := func(err error) error {
+		times = append(times, time.Since(start))
+		start = time.Now()
+		return err
+	}
+	ch, err := conn.Channel()
+	if err := step(err); err != nil {
+		return times, err
+	}
+	defer ch.Close()
+	if err := step(ch.Qos(amqpspace.DefaultPrefetch, 0, false)); err != nil {
+		return times, err
+	}
+	args := amqp.Table{"x-expires": amqpspace.DefaultQueueExpiry.Milliseconds()}
+	qs := []string{id, id + "-broadcast"}
+	defer func() {
+		for _, q := range qs {
+			_, _ = ch.QueueDelete(q, false, false, false)
+		}
+	}()
+	for _, q := range qs {
+		_, err := ch.QueueDeclare(q, true, false, false, false, args)
+		if err := step(err); err != nil {
+			return times, err
+		}
+		_, err = ch.Consume(q, q, false, true, false, false, nil)
+		if err := step(err); err != nil {
+			return times, err
+		}
+	}
+	for i, key := range []string{id, "__broadcast__"} {
+		if err := step(ch.QueueBind(qs[i], key, exchange, false, nil)); err != nil {
+			return times, err
+		}
+	}
+	return times, nil
 }
