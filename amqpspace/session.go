@@ -22,7 +22,7 @@ import (
 
 // session is one generation of the space's link to the broker: a
 // connection that publishes, with its publishing channel, and connections
-// that consume, each carrying the channels of up to agentsPerConn agents
+// that consume, each carrying the consumers of up to agentsPerConn agents
 // (RabbitMQ blocks a connection that publishes too fast; acknowledgements
 // then still flow on the others). When any of them fails the session is
 // dead as a whole and the supervisor builds a new one.
@@ -45,16 +45,74 @@ type session struct {
 type consumerConn struct {
 	conn   *amqp.Connection
 	gate   *gate
-	agents int // channels handed out, one per agent; under session.subMu
+	agents int             // places handed out; under session.subMu
+	chans  []*consumerChan // its consuming channels; under session.subMu
+
+	opsMu sync.Mutex
+	ops   []*amqp.Channel // idle channels for declaring, binding and deleting queues
 }
 
-// agentsPerConn is how many agents share a consuming connection. Each
-// agent consumes on a channel of its own (a channel error, such as the
-// refusal of an exclusive consumer, closes the channel, and must not take
-// other agents' consumers with it); RabbitMQ allows 2,047 channels per
-// connection. Spreading agents over more connections also spreads the
-// work of reading them.
-const agentsPerConn = 1000
+// consumerChan is a channel on which up to agentsPerChannel agents
+// consume. Only consuming, cancelling and acknowledging happen on it: a
+// failed call to the broker closes its channel, and every other operation
+// (declaring, binding, deleting a queue) goes on a channel of its own (see
+// op). An agent is refused before it consumes when its queue has a
+// consumer already, so that the refusal of an exclusive consumer does not
+// close the channel for the others.
+type consumerChan struct {
+	cc     *consumerConn
+	ready  chan struct{} // closed once the channel is open, or failed to open
+	ch     *amqp.Channel // set before ready closes
+	err    error         // why it did not open; set before ready closes
+	agents int           // under session.subMu
+
+	// One call at a time: the client library hands a channel's replies to
+	// its calls in turn, and calls from several goroutines could swap them.
+	mu sync.Mutex
+}
+
+// broken reports whether the channel failed to open or has closed. The
+// caller holds session.subMu.
+func (cch *consumerChan) broken() bool {
+	select {
+	case <-cch.ready:
+		return cch.err != nil || cch.ch.IsClosed()
+	default:
+		return false // still opening
+	}
+}
+
+// consume starts an exclusive consumer of queue, tagged with its name.
+func (cch *consumerChan) consume(queue string) (<-chan amqp.Delivery, error) {
+	cch.mu.Lock()
+	defer cch.mu.Unlock()
+	return cch.ch.Consume(queue, queue, false, true, false, false, nil)
+}
+
+// cancel ends the consumers of queues: the broker sends them nothing more,
+// and their delivery channels close once what came before is read.
+func (cch *consumerChan) cancel(queues ...string) {
+	cch.mu.Lock()
+	defer cch.mu.Unlock()
+	for _, q := range queues {
+		if cch.ch.Cancel(q, false) != nil {
+			return // closed: the consumers went with it
+		}
+	}
+}
+
+// agentsPerConn is how many agents share a consuming connection, and
+// agentsPerChannel how many consume on one of its channels. The broker
+// runs a process, and helpers, for every channel; when connections are
+// lost it ends them, and with a channel for each of 10,000 agents it
+// answered no client at all for seconds meanwhile, every Add and every
+// other process's call waiting (with a channel for 100, for less than a
+// second; see BenchmarkAMQPRecovery and docs/performance.md). Spreading
+// agents over several connections spreads the work of reading them.
+const (
+	agentsPerConn    = 1000
+	agentsPerChannel = 100
+)
 
 // dialTimeout bounds one attempt to open a TCP connection to the broker,
 // and each handshake (TLS, AMQP) that follows.
@@ -328,9 +386,10 @@ func (sess *session) reserve(n int) error {
 	return first
 }
 
-// channel opens a channel for one agent's consumers, on a consuming
-// connection with room for it (a new one when all are full).
-func (sess *session) channel() (*amqp.Channel, *consumerConn, error) {
+// channel finds a place for one agent's consumers: on a consuming
+// channel with room, on a consuming connection with room (a new channel
+// or connection when all are full).
+func (sess *session) channel() (*consumerChan, error) {
 	sess.subMu.Lock()
 	var cc *consumerConn
 	for _, c := range sess.subs {
@@ -342,32 +401,86 @@ func (sess *session) channel() (*amqp.Channel, *consumerConn, error) {
 	if cc == nil {
 		if !sess.alive() {
 			sess.subMu.Unlock()
-			return nil, nil, fmt.Errorf("%w: %v", ErrDisconnected, sess.err)
+			return nil, fmt.Errorf("%w: %v", ErrDisconnected, sess.err)
 		}
 		var err error
 		if cc, err = sess.addConsumer(); err != nil {
 			sess.subMu.Unlock()
-			return nil, nil, err
+			return nil, err
 		}
+	}
+	var cch *consumerChan
+	for _, c := range cc.chans {
+		if c.agents < agentsPerChannel && !c.broken() {
+			cch = c
+			break
+		}
+	}
+	opening := cch == nil
+	if opening {
+		cch = &consumerChan{cc: cc, ready: make(chan struct{})}
+		cc.chans = append(cc.chans, cch)
 	}
 	cc.agents++
+	cch.agents++
 	sess.subMu.Unlock()
-	ch, err := cc.conn.Channel()
-	if err != nil {
-		sess.unchannel(cc)
-		if !sess.alive() || cc.conn.IsClosed() {
-			return nil, nil, fmt.Errorf("%w: opening a channel: %v", ErrDisconnected, err)
+	if opening {
+		cch.ch, cch.err = cc.conn.Channel()
+		if cch.err == nil {
+			// Per consumer, for each one started on the channel.
+			if cch.err = cch.ch.Qos(sess.s.cfg.Prefetch, 0, false); cch.err != nil {
+				_ = cch.ch.Close()
+			}
 		}
-		return nil, nil, fmt.Errorf("amqpspace: opening a channel: %w", err)
+		close(cch.ready)
 	}
-	return ch, cc, nil
+	<-cch.ready
+	if err := cch.err; err != nil {
+		sess.unchannel(cch)
+		if !sess.alive() || cc.conn.IsClosed() {
+			return nil, fmt.Errorf("%w: opening a channel: %v", ErrDisconnected, err)
+		}
+		return nil, fmt.Errorf("amqpspace: opening a channel: %w", err)
+	}
+	return cch, nil
 }
 
-// unchannel gives back a channel's place on cc.
-func (sess *session) unchannel(cc *consumerConn) {
+// unchannel gives back an agent's place on cch. A broken channel goes once
+// no agent holds a place on it.
+func (sess *session) unchannel(cch *consumerChan) {
 	sess.subMu.Lock()
+	defer sess.subMu.Unlock()
+	cc := cch.cc
 	cc.agents--
-	sess.subMu.Unlock()
+	if cch.agents--; cch.agents == 0 && cch.broken() {
+		cc.chans = slices.DeleteFunc(cc.chans, func(c *consumerChan) bool { return c == cch })
+	}
+}
+
+// op runs f, one or more queue operations, on a channel of cc kept for
+// them: an operation the broker refuses closes that channel, not one that
+// agents consume on. Channels are reused while they stay open.
+func (cc *consumerConn) op(f func(ch *amqp.Channel) error) error {
+	cc.opsMu.Lock()
+	var ch *amqp.Channel
+	if n := len(cc.ops); n > 0 {
+		ch = cc.ops[n-1]
+		cc.ops = cc.ops[:n-1]
+	}
+	cc.opsMu.Unlock()
+	if ch == nil || ch.IsClosed() {
+		var err error
+		if ch, err = cc.conn.Channel(); err != nil {
+			return err
+		}
+	}
+	err := f(ch)
+	if !ch.IsClosed() { // else the broker closed it, with err
+		cc.opsMu.Lock()
+		cc.ops = append(cc.ops, ch)
+		cc.opsMu.Unlock()
+	}
+	return err
 }
 
 // closeTimeout bounds closing a connection: a broker that has stopped
