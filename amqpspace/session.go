@@ -48,8 +48,22 @@ type consumerConn struct {
 	agents int             // places handed out; under session.subMu
 	chans  []*consumerChan // its consuming channels; under session.subMu
 
-	opsMu sync.Mutex
-	ops   []*amqp.Channel // idle channels for declaring, binding and deleting queues
+	// Channels for declaring, binding and deleting queues, opened as
+	// needed: nil until then, or once closed.
+	ops chan *amqp.Channel
+}
+
+// opsPerConn bounds the channels for queue operations on a consuming
+// connection: the operations of many Adds, or of a Close, wait for one
+// rather than have the broker open a channel for each.
+const opsPerConn = 16
+
+func newConsumerConn(conn *amqp.Connection, g *gate) *consumerConn {
+	cc := &consumerConn{conn: conn, gate: g, ops: make(chan *amqp.Channel, opsPerConn)}
+	for range opsPerConn {
+		cc.ops <- nil
+	}
+	return cc
 }
 
 // consumerChan is a channel on which up to agentsPerChannel agents
@@ -334,7 +348,7 @@ func (sess *session) addConsumer() (*consumerConn, error) {
 		_ = conn.CloseDeadline(time.Now().Add(closeTimeout))
 		return nil, fmt.Errorf("%w: %v", ErrDisconnected, sess.err)
 	}
-	cc := &consumerConn{conn: conn, gate: g}
+	cc := newConsumerConn(conn, g)
 	sess.subs = append(sess.subs, cc)
 	sess.watch(conn)
 	return cc, nil
@@ -373,7 +387,7 @@ func (sess *session) reserve(n int) error {
 		// connection already open.
 		sess.subMu.Lock()
 		if sess.alive() {
-			sess.subs = append(sess.subs, &consumerConn{conn: o.conn, gate: o.g})
+			sess.subs = append(sess.subs, newConsumerConn(o.conn, o.g))
 			sess.watch(o.conn)
 		} else {
 			_ = o.conn.CloseDeadline(time.Now().Add(closeTimeout)) // fail did not list it
@@ -461,26 +475,16 @@ func (sess *session) unchannel(cch *consumerChan) {
 // them: an operation the broker refuses closes that channel, not one that
 // agents consume on. Channels are reused while they stay open.
 func (cc *consumerConn) op(f func(ch *amqp.Channel) error) error {
-	cc.opsMu.Lock()
-	var ch *amqp.Channel
-	if n := len(cc.ops); n > 0 {
-		ch = cc.ops[n-1]
-		cc.ops = cc.ops[:n-1]
-	}
-	cc.opsMu.Unlock()
+	ch := <-cc.ops
+	defer func() { cc.ops <- ch }()
 	if ch == nil || ch.IsClosed() {
 		var err error
 		if ch, err = cc.conn.Channel(); err != nil {
+			ch = nil
 			return err
 		}
 	}
-	err := f(ch)
-	if !ch.IsClosed() { // else the broker closed it, with err
-		cc.opsMu.Lock()
-		cc.ops = append(cc.ops, ch)
-		cc.opsMu.Unlock()
-	}
-	return err
+	return f(ch) // a refused operation closes ch: the next one opens another
 }
 
 // closeTimeout bounds closing a connection: a broker that has stopped
