@@ -274,6 +274,12 @@ func BenchmarkAMQPRecovery(b *testing.B) {
 	var recovery time.Duration
 	var adds, sends, bares []time.Duration
 	bareSteps := make([]time.Duration, len(bareAddSteps))
+	// The waits over half a second, and when they began.
+	type wait struct {
+		at time.Time
+		d  time.Duration
+	}
+	var longAdds, longBares []wait
 	b.ResetTimer()
 	for i := range b.N {
 		for len(logs.msgs) > 0 {
@@ -293,6 +299,9 @@ func BenchmarkAMQPRecovery(b *testing.B) {
 				start := time.Now()
 				_ = sp.Add(ctx, agency.MustNewAgent(fmt.Sprintf("%s-late-%d-%d", ids[0], i, n)))
 				adds = append(adds, time.Since(start))
+				if d := time.Since(start); d > 500*time.Millisecond {
+					longAdds = append(longAdds, wait{start, d})
+				}
 				start = time.Now()
 				_, _ = sender.Send(ctx, target.ID(), "echo", echoArgs{Text: "during"})
 				sends = append(sends, time.Since(start))
@@ -315,6 +324,9 @@ func BenchmarkAMQPRecovery(b *testing.B) {
 					return
 				}
 				bares = append(bares, time.Since(at))
+				if d := time.Since(at); d > 500*time.Millisecond {
+					longBares = append(longBares, wait{at, d})
+				}
 				for j, d := range times {
 					bareSteps[j] = max(bareSteps[j], d)
 				}
@@ -330,6 +342,16 @@ func BenchmarkAMQPRecovery(b *testing.B) {
 		close(stop)
 		<-probed
 		<-bareDone
+		show := func(ws []wait) string {
+			var out []string
+			for _, w := range ws {
+				out = append(out, fmt.Sprintf("%.1fs: %v", w.at.Sub(cut).Seconds(), w.d.Round(time.Millisecond)))
+			}
+			return strings.Join(out, ", ")
+		}
+		b.Logf("round %d, the longest Adds (over 0.5 s; seconds after the cut: how long): %s", i, show(longAdds))
+		b.Logf("round %d, the longest waits of the bare client: %s", i, show(longBares))
+		longAdds, longBares = nil, nil
 	}
 	b.StopTimer()
 	slices.Sort(adds)
