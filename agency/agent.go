@@ -20,6 +20,7 @@ type Agent struct {
 	hooks         hookSet
 	ownBroadcasts bool
 	concurrency   int
+	sequence      func(*Message) string
 	logger        *slog.Logger
 
 	actions map[string]*action // written only before the agent first joins a space
@@ -34,6 +35,7 @@ type agentConfig struct {
 	hooks         []any // the values given to Hooks, in order
 	ownBroadcasts *bool
 	concurrency   int
+	sequence      func(*Message) string
 	logger        *slog.Logger
 }
 
@@ -123,6 +125,7 @@ func NewAgent(id string, opts ...Option) (*Agent, error) {
 	if c.concurrency != 0 {
 		a.concurrency = c.concurrency
 	}
+	a.sequence = c.sequence
 	if c.logger != nil {
 		a.logger = c.logger
 	}

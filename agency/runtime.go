@@ -39,7 +39,8 @@ type Conn struct {
 	gone   chan struct{} // closed once the agent has left for good
 	done   chan struct{} // closed when the delivery loop has returned
 
-	mb mailbox
+	mb  mailbox
+	seq sequencer // messages behind an earlier one of their Sequence
 
 	pendingMu sync.Mutex
 	pending   map[string]pendingRequest // request id → who answers it, and where
@@ -224,7 +225,7 @@ func (c *Conn) await(id, from string) chan answer {
 	// The response may come behind messages a space holds back until the
 	// agent takes them: take them all now, and all that come until forget.
 	c.waiting.Add(1)
-	c.mb.release()
+	c.releaseHeld()
 	return ch
 }
 
@@ -302,12 +303,26 @@ func (c *Conn) loop() {
 				c.handle(it.m)
 				continue
 			}
+			var key string
+			if c.agent.sequence != nil && !it.m.IsResponse() {
+				if key = c.agent.sequence(it.m); key != "" && c.seq.park(key, it) {
+					continue // its turn comes when the one before it ends
+				}
+			}
 			sem <- struct{}{}
 			it.taken.fire()
 			wg.Add(1)
 			go func() {
 				defer func() { <-sem; wg.Done() }()
 				c.handle(it.m)
+				for key != "" {
+					next, ok := c.seq.next(key)
+					if !ok {
+						break
+					}
+					next.taken.fire()
+					c.handle(next.m)
+				}
 			}()
 		}
 		c.mb.recycle(batch)
@@ -564,6 +579,17 @@ func (mb *mailbox) recycle(batch []item) {
 		mb.spare = batch[:0]
 	}
 	mb.mu.Unlock()
+}
+
+// releaseHeld fires the takers of every message the agent holds but has
+// not started: queued, in the batch under way, or waiting behind an
+// earlier message of its Sequence.
+func (c *Conn) releaseHeld() {
+	if c.mb.held.Load() == 0 {
+		return
+	}
+	c.mb.release()
+	c.seq.release()
 }
 
 // release fires the taker of every message queued or in flight.

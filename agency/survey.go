@@ -119,7 +119,7 @@ func Survey(ctx context.Context, a *Agent, opts ...SurveyOption) (map[string]map
 	c.surveys.Store(m.ID, col)
 	defer c.surveys.Delete(m.ID)
 	c.waiting.Add(1) // a pacing space holds nothing back meanwhile
-	c.mb.release()
+	c.releaseHeld()
 	defer c.waiting.Add(-1)
 
 	var expect map[string]bool // nil: the space cannot tell

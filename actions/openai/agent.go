@@ -126,8 +126,12 @@ func New(id string, opts ...Option) (*Agent, error) {
 	}
 	// Says wait for their conversation in handlers of their own, so that
 	// help answers and other responses are read meanwhile: the agent's
-	// goroutines are many more than its turns.
-	agentOpts := []agency.Option{agency.Hooks(hooks{a}), agency.OwnBroadcasts(false), agency.Concurrency(maxHandlers)}
+	// goroutines are many more than its turns. The says of one
+	// conversation start in the order they came.
+	agentOpts := []agency.Option{
+		agency.Hooks(hooks{a}), agency.OwnBroadcasts(false), agency.Concurrency(maxHandlers),
+		agency.Sequence(saySequence),
+	}
 	if c.logger != nil {
 		a.logger = c.logger
 		agentOpts = append(agentOpts, agency.Logger(c.logger))
@@ -154,6 +158,15 @@ func New(id string, opts ...Option) (*Agent, error) {
 	}
 	a.agent = ag
 	return a, nil
+}
+
+// saySequence keys a say by its conversation, so that the says of one
+// conversation run in arrival order; other messages run as they come.
+func saySequence(m *agency.Message) string {
+	if m.Action != "say" {
+		return ""
+	}
+	return conversationOf(m)
 }
 
 // maxHandlers bounds the agent's handlers at once: says waiting for their

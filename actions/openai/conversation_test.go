@@ -203,6 +203,39 @@ func TestOneTurnPerConversation(t *testing.T) {
 	}
 }
 
+// Says of one conversation are answered in the order they arrived: five
+// sent one after another without waiting reach the model in that order,
+// each turn seeing the ones before it.
+func TestSaysInArrivalOrder(t *testing.T) {
+	const n = 5
+	step := openaitest.Step{Func: func(r openaitest.Request) openaitest.Step {
+		return openaitest.Step{Text: "ok: " + lastUser(r)}
+	}}
+	steps := make([]openaitest.Step, n)
+	for i := range steps {
+		steps[i] = step
+	}
+	f := newFixture(t, steps...)
+	f.start([]string{"User"})
+	for i := range n {
+		m := &agency.Message{To: "Assistant", Action: "say", Args: SayArgs{Content: fmt.Sprint("message ", i)}, Meta: map[string]any{"conversation": "c1"}}
+		if _, err := f.user.SendMessage(f.ctx, m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for range n {
+		f.heardNext()
+	}
+	for i, r := range f.requests(n) {
+		if got, want := lastUser(r), fmt.Sprint("message ", i); got != want {
+			t.Errorf("model call %d was for %q, want %q", i, got, want)
+		}
+		if got := len(r.Messages); got != 2+2*i {
+			t.Errorf("model call %d sent %d messages, want %d", i, got, 2+2*i)
+		}
+	}
+}
+
 // A say without a conversation id belongs to the conversation named after
 // its sender; the answer carries that id.
 func TestConversationDefaultsToSender(t *testing.T) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -15,6 +16,7 @@ import (
 var runtimeTests = []test{
 	{"OneAtATimeInOrder", testOneAtATime},
 	{"Concurrency", testConcurrency},
+	{"Sequence", testSequence},
 	{"RequestInsideAction", testRequestInsideAction},
 	{"ConcurrentRequests", testConcurrentRequests},
 	{"ForgedSender", testForgedSender},
@@ -108,6 +110,89 @@ func testConcurrency(e *env) {
 	}
 	if m := g.max.Load(); m != limit {
 		e.t.Errorf("up to %d actions ran at once, want %d", m, limit)
+	}
+}
+
+// Sequence(key) under Concurrency(4): messages with the same key run one
+// at a time in arrival order, behind a blocked one of their key, while
+// another key's messages and those without a key run past it.
+func testSequence(e *env) {
+	const n = 6
+	type step struct {
+		Key string
+		N   int
+	}
+	release := make(chan struct{})
+	blocked := make(chan struct{}, 1)
+	var g gauge
+	var done record[step]
+	worker := e.newAgent("Worker", agency.Concurrency(4), agency.Sequence(func(m *agency.Message) string {
+		k, _ := m.Meta["key"].(string)
+		return k
+	}))
+	agency.Handle(worker, "step", func(ctx context.Context, args numArgs) (bool, error) {
+		key, _ := agency.MessageFrom(ctx).Meta["key"].(string)
+		if key == "a" {
+			g.enter()
+			defer g.leave()
+			if args.N == 0 {
+				blocked <- struct{}{}
+				select {
+				case <-release:
+				case <-e.stop:
+				}
+			}
+		}
+		done.add(step{key, args.N})
+		return true, nil
+	})
+	sender := e.newAgent("Sender")
+	e.add(worker, sender)
+	send := func(key string, i int) {
+		m := &agency.Message{To: worker.ID(), Action: "step", Args: numArgs{N: i}}
+		if key != "" {
+			m.Meta = map[string]any{"key": key}
+		}
+		if _, err := sender.SendMessage(e.ctx(), m); err != nil {
+			e.t.Fatalf("Send step %s%d: %v", key, i, err)
+		}
+	}
+	for i := range n {
+		send("a", i)
+	}
+	receive(e.t, blocked, "the first step of sequence a to start")
+	for i := range n {
+		send("b", i)
+		send("", i)
+	}
+	others := done.waitLen(e.t, "sequence b and the steps without a key to run past a's", 2*n)
+	for _, s := range others {
+		if s.Key == "a" {
+			e.t.Fatalf("step a%d ran while a0 was blocked: %v", s.N, others)
+		}
+	}
+	var b []int
+	for _, s := range others {
+		if s.Key == "b" {
+			b = append(b, s.N)
+		}
+	}
+	if !slices.IsSorted(b) || len(b) != n {
+		e.t.Errorf("sequence b ran in the order %v, want 0 … %d", b, n-1)
+	}
+	close(release)
+	all := done.waitLen(e.t, "every step", 3*n)
+	var a []int
+	for _, s := range all {
+		if s.Key == "a" {
+			a = append(a, s.N)
+		}
+	}
+	if !slices.IsSorted(a) || len(a) != n {
+		e.t.Errorf("sequence a ran in the order %v, want 0 … %d", a, n-1)
+	}
+	if m := g.max.Load(); m != 1 {
+		e.t.Errorf("up to %d steps of sequence a ran at once, want 1", m)
 	}
 }
 
