@@ -46,11 +46,13 @@ type ackState struct {
 	delay time.Duration   // 0: ackDelay
 }
 
-// maxEarly bounds ackState.early. A gap that stays open while this many
-// later deliveries are settled should not happen (the agent takes its
-// messages, or maxHold releases them); if it does, the subscription stops
-// batching rather than remember more.
-const maxEarly = 1 << 14
+// maxEarly bounds ackState.early. On a channel of its own, a gap closes
+// within a few deliveries (the other queue's consumer takes its turn, the
+// agent takes what it holds). On a channel shared with other agents'
+// consumers their deliveries are gaps that never close: the subscription
+// then stops batching, and acknowledges one by one as before, rather than
+// remember more. (Batching per shared channel is not done yet.)
+const maxEarly = 64
 
 // settleLocked records that the delivery with tag is done with; key is the
 // handed-over message's key ("" for one that was dropped). It returns the

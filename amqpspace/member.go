@@ -58,12 +58,13 @@ type member struct {
 	leaveErr error // the removal's result, written before left closes
 }
 
-// subscription is an agent's consumer channel on one session.
+// subscription is an agent's consumers on one session.
 type subscription struct {
 	sess      *session
-	cc        *consumerConn // the connection of ch; nil in tests
-	ch        *amqp.Channel
-	acker     amqp.Acknowledger // ch, but for tests
+	cc        *consumerConn     // the connection of cch; nil in tests
+	cch       *consumerChan     // the channel they consume on, shared with other agents
+	consumers []string          // the queues consumed so far
+	acker     amqp.Acknowledger // cch's channel, but for tests
 	direct    <-chan amqp.Delivery
 	broadcast <-chan amqp.Delivery
 	stopped   chan struct{}    // closed when the consumer goroutine has returned
@@ -83,16 +84,37 @@ type heldDelivery struct {
 	size     int64     // against Config.MaxPendingBytes until acknowledged
 }
 
-// close closes the channel, once, and gives back its place on the
-// connection.
+// close cancels the consumers, once, and gives back their place on the
+// channel. What was delivered before goes on to the consumer goroutine.
 func (sub *subscription) close() {
 	sub.closeOnce.Do(func() {
-		_ = sub.ch.Close()
-		if sub.cc != nil {
-			sub.sess.unchannel(sub.cc)
+		if sub.cch != nil {
+			sub.cch.cancel(sub.consumers...)
+			sub.sess.unchannel(sub.cch)
 		}
 	})
 }
+
+// abandon is close for a subscription whose consumer goroutine never ran:
+// what the broker delivered meanwhile goes back to the queue (the channel,
+// shared, stays open, and would hold it unacknowledged).
+func (sub *subscription) abandon() {
+	sub.close()
+	for _, in := range [2]<-chan amqp.Delivery{sub.direct, sub.broadcast} {
+		if in == nil {
+			continue
+		}
+		go func() {
+			for d := range in {
+				_ = d.Nack(false, true)
+				sub.uncount(d.ConsumerTag, int64(len(d.Body)))
+			}
+		}()
+	}
+}
+
+// op runs f on a channel for queue operations (see consumerConn.op).
+func (sub *subscription) op(f func(ch *amqp.Channel) error) error { return sub.cc.op(f) }
 
 // uncount releases n bytes of a delivery to consumer from the budget.
 func (sub *subscription) uncount(consumer string, n int64) {
@@ -168,9 +190,9 @@ func (sub *subscription) releaseAll(cutoff time.Time) {
 
 func (mem *member) queues() [2]string { return [2]string{mem.id, mem.id + broadcastSuffix} }
 
-// claim declares the agent's queues and consumes them exclusively on a
-// channel of its own: the broker lets one consumer at a time hold them,
-// which is what makes an id unique across processes.
+// claim declares the agent's queues and consumes them exclusively: the
+// broker lets one consumer at a time hold them, which is what makes an id
+// unique across processes.
 func (mem *member) claim(sess *session) (*subscription, error) {
 	return mem.consumeQueues(sess, false)
 }
@@ -192,14 +214,14 @@ func (mem *member) reclaim(sess *session) (*subscription, error) {
 
 func (mem *member) consumeQueues(sess *session, existing bool) (*subscription, error) {
 	s := mem.s
-	ch, cc, err := sess.channel()
+	cch, err := sess.channel()
 	if err != nil {
 		return nil, fmt.Errorf("adding %q: %w", mem.id, err)
 	}
-	sub := &subscription{sess: sess, cc: cc, ch: ch, acker: ch, stopped: make(chan struct{}), acked: mem.acked}
+	sub := &subscription{sess: sess, cc: cch.cc, cch: cch, acker: cch.ch, stopped: make(chan struct{}), acked: mem.acked}
 	sub.acks.batch = max(s.cfg.Prefetch/4, 1)
 	fail := func(err error) (*subscription, error) {
-		sub.close()
+		sub.abandon()
 		var ae *amqp.Error
 		if errors.As(err, &ae) && (ae.Code == amqp.AccessRefused || ae.Code == amqp.ResourceLocked) {
 			return nil, fmt.Errorf("%w: %q is live in another process (queue names are per vhost: perhaps under another exchange)", space.ErrAgentExists, mem.id)
@@ -212,22 +234,37 @@ func (mem *member) consumeQueues(sess *session, existing bool) (*subscription, e
 		}
 		return nil, fmt.Errorf("amqpspace: subscribing %q: %w", mem.id, err)
 	}
-	if err := ch.Qos(s.cfg.Prefetch, 0, false); err != nil {
+	args := amqp.Table{"x-expires": s.cfg.QueueExpiry.Milliseconds()}
+	err = sub.op(func(ch *amqp.Channel) error {
+		for _, q := range mem.queues() {
+			declare := ch.QueueDeclare
+			if existing {
+				declare = ch.QueueDeclarePassive
+			}
+			got, err := declare(q, true, false, false, false, args)
+			if err != nil {
+				return err
+			}
+			if got.Consumers > 0 {
+				// What consuming it exclusively would meet, closing
+				// the channel other agents consume on.
+				return &amqp.Error{Code: amqp.AccessRefused, Reason: "the queue has a consumer"}
+			}
+		}
+		return nil
+	})
+	if err != nil {
 		return fail(err)
 	}
-	args := amqp.Table{"x-expires": s.cfg.QueueExpiry.Milliseconds()}
 	for i, q := range mem.queues() {
-		declare := ch.QueueDeclare
-		if existing {
-			declare = ch.QueueDeclarePassive
-		}
-		if _, err := declare(q, true, false, false, false, args); err != nil {
-			return fail(err)
-		}
-		d, err := ch.Consume(q, q, false, true, false, false, nil)
+		// A consumer that got in since (another process adding the
+		// same id at the same moment) closes the channel: the other
+		// agents' consumers end with it, and the session starts over.
+		d, err := cch.consume(q)
 		if err != nil {
 			return fail(err)
 		}
+		sub.consumers = append(sub.consumers, q)
 		if i == 0 {
 			sub.direct = d
 		} else {
@@ -240,22 +277,26 @@ func (mem *member) consumeQueues(sess *session, existing bool) (*subscription, e
 // bind routes the agent's id and broadcasts to its queues.
 func (mem *member) bind(sub *subscription) error {
 	q := mem.queues()
-	if err := sub.ch.QueueBind(q[0], mem.id, mem.s.cfg.Exchange, false, nil); err != nil {
-		return fmt.Errorf("amqpspace: binding %q: %w", q[0], err)
-	}
-	if err := sub.ch.QueueBind(q[1], broadcastKey, mem.s.cfg.Exchange, false, nil); err != nil {
-		return fmt.Errorf("amqpspace: binding %q: %w", q[1], err)
-	}
-	return nil
+	return sub.op(func(ch *amqp.Channel) error {
+		if err := ch.QueueBind(q[0], mem.id, mem.s.cfg.Exchange, false, nil); err != nil {
+			return fmt.Errorf("amqpspace: binding %q: %w", q[0], err)
+		}
+		if err := ch.QueueBind(q[1], broadcastKey, mem.s.cfg.Exchange, false, nil); err != nil {
+			return fmt.Errorf("amqpspace: binding %q: %w", q[1], err)
+		}
+		return nil
+	})
 }
 
 // release gives up queues that were claimed for an agent that does not
 // join after all: they stop receiving, and expire unless it comes back.
 func (mem *member) release(sub *subscription) {
 	q := mem.queues()
-	_ = sub.ch.QueueUnbind(q[0], mem.id, mem.s.cfg.Exchange, nil)
-	_ = sub.ch.QueueUnbind(q[1], broadcastKey, mem.s.cfg.Exchange, nil)
-	sub.close()
+	_ = sub.op(func(ch *amqp.Channel) error {
+		_ = ch.QueueUnbind(q[0], mem.id, mem.s.cfg.Exchange, nil)
+		return ch.QueueUnbind(q[1], broadcastKey, mem.s.cfg.Exchange, nil)
+	})
+	sub.abandon()
 }
 
 // setSub makes sub the agent's current subscription.
@@ -305,14 +346,15 @@ func (mem *member) resubscribe(sess *session) error {
 	return nil
 }
 
-// consume hands the agent what arrives on its queues until the channel
-// closes: at the end of the session or when the agent leaves.
+// consume hands the agent what arrives on its queues until its consumers
+// end: at the end of the session or when the agent leaves.
 func (mem *member) consume(sess *session, sub *subscription) {
 	defer mem.s.wg.Done()
 	defer close(sub.stopped)
 	defer func() {
-		// The channel is closed: what the library still held for it is
-		// gone, and no longer counted.
+		// The consumers have ended: what the library still held for
+		// them was read (cancelled) or is gone with the channel, and is
+		// no longer counted.
 		if sub.cc != nil {
 			for _, q := range mem.queues() {
 				sub.cc.gate.forget(q)
@@ -685,7 +727,11 @@ func (mem *member) removal(ctx context.Context) error {
 	// with it.
 	if sub != nil {
 		for _, q := range mem.queues() {
-			if _, derr := sub.ch.QueueDelete(q, false, false, false); derr != nil {
+			derr := sub.op(func(ch *amqp.Channel) error {
+				_, err := ch.QueueDelete(q, false, false, false)
+				return err
+			})
+			if derr != nil {
 				mem.s.log.Warn("amqpspace: could not delete a removed agent's queue; the broker expires it", "queue", q, "error", derr)
 				break
 			}
@@ -704,15 +750,17 @@ func (mem *member) stopIntake(ctx context.Context, sess *session, sub *subscript
 	q := mem.queues()
 	// Answers to the running actions' requests still get in, by the
 	// leaving key; new mail, by the id, does not.
-	if err := sub.ch.QueueBind(q[0], leavingPrefix+mem.id, s.cfg.Exchange, false, nil); err != nil {
+	if err := sub.op(func(ch *amqp.Channel) error {
+		return ch.QueueBind(q[0], leavingPrefix+mem.id, s.cfg.Exchange, false, nil)
+	}); err != nil {
 		s.log.Warn("amqpspace: binding a leaving agent's queue for the answers it waits for", "queue", q[0], "error", err)
 		return nil
 	}
-	if err := sub.ch.QueueUnbind(q[0], mem.id, s.cfg.Exchange, nil); err != nil {
+	if err := sub.op(func(ch *amqp.Channel) error { return ch.QueueUnbind(q[0], mem.id, s.cfg.Exchange, nil) }); err != nil {
 		s.log.Warn("amqpspace: unbinding a leaving agent's queue", "queue", q[0], "error", err)
 		return nil
 	}
-	if err := sub.ch.QueueUnbind(q[1], broadcastKey, s.cfg.Exchange, nil); err != nil {
+	if err := sub.op(func(ch *amqp.Channel) error { return ch.QueueUnbind(q[1], broadcastKey, s.cfg.Exchange, nil) }); err != nil {
 		s.log.Warn("amqpspace: unbinding a leaving agent's queue", "queue", q[1], "error", err)
 		return nil
 	}

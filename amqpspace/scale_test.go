@@ -11,12 +11,14 @@ import (
 	"testing"
 	"time"
 
+	amqp "github.com/rabbitmq/amqp091-go"
+
 	"github.com/seed72275b23/agency-go/agency"
 	"github.com/seed72275b23/agency-go/amqpspace"
 )
 
 // manyAgents is the number of agents one process holds in the scale tests:
-// far past the 2,047 channels of one connection.
+// ten consuming connections of 1,000, on 100 channels.
 const manyAgents = 10_000
 
 // addEchoes adds n echo agents named prefix-00000 … to sp, with par Adds
@@ -262,8 +264,24 @@ func BenchmarkAMQPRecovery(b *testing.B) {
 	target := newEcho()
 	addAll(b, newSpace(b, amqpspace.Config{Exchange: ex}), caller, target)
 
+	// The same broker calls as an Add, made by a bare client on a
+	// connection of its own straight to the broker, at the same moments:
+	// what the broker makes anyone wait meanwhile.
+	bare, err := amqp.Dial(brokerURL(b))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer bare.Close()
+
 	var recovery time.Duration
-	var adds, sends []time.Duration
+	var adds, sends, bares []time.Duration
+	bareSteps := make([]time.Duration, len(bareAddSteps))
+	// The waits over half a second, and when they began.
+	type wait struct {
+		at time.Time
+		d  time.Duration
+	}
+	var longAdds, longBares []wait
 	b.ResetTimer()
 	for i := range b.N {
 		for len(logs.msgs) > 0 {
@@ -283,10 +301,37 @@ func BenchmarkAMQPRecovery(b *testing.B) {
 				start := time.Now()
 				_ = sp.Add(ctx, agency.MustNewAgent(fmt.Sprintf("%s-late-%d-%d", ids[0], i, n)))
 				adds = append(adds, time.Since(start))
+				if d := time.Since(start); d > 500*time.Millisecond {
+					longAdds = append(longAdds, wait{start, d})
+				}
 				start = time.Now()
 				_, _ = sender.Send(ctx, target.ID(), "echo", echoArgs{Text: "during"})
 				sends = append(sends, time.Since(start))
 				cancel()
+			}
+		}()
+		bareDone := make(chan struct{})
+		go func() {
+			defer close(bareDone)
+			for n := 0; ; n++ {
+				select {
+				case <-stop:
+					return
+				case <-time.After(50 * time.Millisecond):
+				}
+				at := time.Now()
+				times, err := bareAdd(bare, ex, fmt.Sprintf("%s-bare-%d-%d", ids[0], i, n))
+				if err != nil {
+					b.Errorf("bare client: %v", err)
+					return
+				}
+				bares = append(bares, time.Since(at))
+				if d := time.Since(at); d > 500*time.Millisecond {
+					longBares = append(longBares, wait{at, d})
+				}
+				for j, d := range times {
+					bareSteps[j] = max(bareSteps[j], d)
+				}
 			}
 		}()
 		cut := time.Now()
@@ -298,14 +343,76 @@ func BenchmarkAMQPRecovery(b *testing.B) {
 		recovery += time.Since(cut)
 		close(stop)
 		<-probed
+		<-bareDone
+		show := func(ws []wait) string {
+			var out []string
+			for _, w := range ws {
+				out = append(out, fmt.Sprintf("%.1fs: %v", w.at.Sub(cut).Seconds(), w.d.Round(time.Millisecond)))
+			}
+			return strings.Join(out, ", ")
+		}
+		b.Logf("round %d, the longest Adds (over 0.5 s; seconds after the cut: how long): %s", i, show(longAdds))
+		b.Logf("round %d, the longest waits of the bare client: %s", i, show(longBares))
+		longAdds, longBares = nil, nil
 	}
 	b.StopTimer()
 	slices.Sort(adds)
 	slices.Sort(sends)
+	slices.Sort(bares)
 	b.ReportMetric(0, "ns/op")
 	b.ReportMetric(recovery.Seconds()/float64(b.N), "s-to-all-answering")
 	b.ReportMetric(float64(adds[len(adds)/2].Milliseconds()), "median-Add-ms")
 	b.ReportMetric(float64(adds[len(adds)-1].Milliseconds()), "max-Add-ms")
 	b.ReportMetric(float64(sends[len(sends)/2].Milliseconds()), "median-Send-ms")
 	b.ReportMetric(float64(sends[len(sends)-1].Milliseconds()), "max-Send-ms")
+	b.ReportMetric(float64(bares[len(bares)/2].Milliseconds()), "median-bare-ms")
+	b.ReportMetric(float64(bares[len(bares)-1].Milliseconds()), "max-bare-ms")
+	b.Logf("the bare client's longest wait for each call: %v", bareSteps)
+}
+
+// bareAddSteps names the broker calls of an Add, as bareAdd makes them.
+var bareAddSteps = []string{"channel", "qos", "declare", "consume", "declare", "consume", "bind", "bind"}
+
+// bareAdd does with a bare amqp091-go client on conn what Add asks of the
+// broker for an agent named id (a channel, its prefetch, two queues
+// declared, consumed and bound), times each call, and deletes the queues.
+func bareAdd(conn *amqp.Connection, exchange, id string) ([]time.Duration, error) {
+	times := make([]time.Duration, 0, len(bareAddSteps))
+	start := time.Now()
+	step := func(err error) error {
+		times = append(times, time.Since(start))
+		start = time.Now()
+		return err
+	}
+	ch, err := conn.Channel()
+	if err := step(err); err != nil {
+		return times, err
+	}
+	defer ch.Close()
+	if err := step(ch.Qos(amqpspace.DefaultPrefetch, 0, false)); err != nil {
+		return times, err
+	}
+	args := amqp.Table{"x-expires": amqpspace.DefaultQueueExpiry.Milliseconds()}
+	qs := []string{id, id + "-broadcast"}
+	defer func() {
+		for _, q := range qs {
+			_, _ = ch.QueueDelete(q, false, false, false)
+		}
+	}()
+	for _, q := range qs {
+		_, err := ch.QueueDeclare(q, true, false, false, false, args)
+		if err := step(err); err != nil {
+			return times, err
+		}
+		_, err = ch.Consume(q, q, false, true, false, false, nil)
+		if err := step(err); err != nil {
+			return times, err
+		}
+	}
+	for i, key := range []string{id, "__broadcast__"} {
+		if err := step(ch.QueueBind(qs[i], key, exchange, false, nil)); err != nil {
+			return times, err
+		}
+	}
+	return times, nil
 }

@@ -22,7 +22,7 @@ import (
 
 // session is one generation of the space's link to the broker: a
 // connection that publishes, with its publishing channel, and connections
-// that consume, each carrying the channels of up to agentsPerConn agents
+// that consume, each carrying the consumers of up to agentsPerConn agents
 // (RabbitMQ blocks a connection that publishes too fast; acknowledgements
 // then still flow on the others). When any of them fails the session is
 // dead as a whole and the supervisor builds a new one.
@@ -45,16 +45,89 @@ type session struct {
 type consumerConn struct {
 	conn   *amqp.Connection
 	gate   *gate
-	agents int // channels handed out, one per agent; under session.subMu
+	agents int             // places handed out; under session.subMu
+	chans  []*consumerChan // its consuming channels; under session.subMu
+
+	// Channels for declaring, binding and deleting queues, opened as
+	// needed: nil until then, or once closed.
+	ops chan *amqp.Channel
 }
 
-// agentsPerConn is how many agents share a consuming connection. Each
-// agent consumes on a channel of its own (a channel error, such as the
-// refusal of an exclusive consumer, closes the channel, and must not take
-// other agents' consumers with it); RabbitMQ allows 2,047 channels per
-// connection. Spreading agents over more connections also spreads the
-// work of reading them.
-const agentsPerConn = 1000
+// opsPerConn bounds the channels for queue operations on a consuming
+// connection: the operations of many Adds, or of a Close, wait for one
+// rather than have the broker open a channel for each.
+const opsPerConn = 16
+
+func newConsumerConn(conn *amqp.Connection, g *gate) *consumerConn {
+	cc := &consumerConn{conn: conn, gate: g, ops: make(chan *amqp.Channel, opsPerConn)}
+	for range opsPerConn {
+		cc.ops <- nil
+	}
+	return cc
+}
+
+// consumerChan is a channel on which up to agentsPerChannel agents
+// consume. Only consuming, cancelling and acknowledging happen on it: a
+// failed call to the broker closes its channel, and every other operation
+// (declaring, binding, deleting a queue) goes on a channel of its own (see
+// op). An agent is refused before it consumes when its queue has a
+// consumer already, so that the refusal of an exclusive consumer does not
+// close the channel for the others.
+type consumerChan struct {
+	cc     *consumerConn
+	ready  chan struct{} // closed once the channel is open, or failed to open
+	ch     *amqp.Channel // set before ready closes
+	err    error         // why it did not open; set before ready closes
+	agents int           // under session.subMu
+
+	// One call at a time: the client library hands a channel's replies to
+	// its calls in turn, and calls from several goroutines could swap them.
+	mu sync.Mutex
+}
+
+// broken reports whether the channel failed to open or has closed. The
+// caller holds session.subMu.
+func (cch *consumerChan) broken() bool {
+	select {
+	case <-cch.ready:
+		return cch.err != nil || cch.ch.IsClosed()
+	default:
+		return false // still opening
+	}
+}
+
+// consume starts an exclusive consumer of queue, tagged with its name.
+func (cch *consumerChan) consume(queue string) (<-chan amqp.Delivery, error) {
+	cch.mu.Lock()
+	defer cch.mu.Unlock()
+	return cch.ch.Consume(queue, queue, false, true, false, false, nil)
+}
+
+// cancel ends the consumers of queues: the broker sends them nothing more,
+// and their delivery channels close once what came before is read.
+func (cch *consumerChan) cancel(queues ...string) {
+	cch.mu.Lock()
+	defer cch.mu.Unlock()
+	for _, q := range queues {
+		if cch.ch.Cancel(q, false) != nil {
+			return // closed: the consumers went with it
+		}
+	}
+}
+
+// agentsPerConn is how many agents share a consuming connection, and
+// agentsPerChannel how many consume on one of its channels. The broker
+// runs a process, and helpers, for every channel; when connections are
+// lost it ends them, and with a channel for each of 10,000 agents it kept
+// every client waiting meanwhile, this process's Adds and any other
+// process's calls: 18-25 s for a bare client's Add-like calls on a loaded
+// machine, against 2-4 s with 100 agents to a channel (see
+// BenchmarkAMQPRecovery and docs/performance.md). Spreading agents over
+// several connections spreads the work of reading them.
+const (
+	agentsPerConn    = 1000
+	agentsPerChannel = 100
+)
 
 // dialTimeout bounds one attempt to open a TCP connection to the broker,
 // and each handshake (TLS, AMQP) that follows.
@@ -276,7 +349,7 @@ func (sess *session) addConsumer() (*consumerConn, error) {
 		_ = conn.CloseDeadline(time.Now().Add(closeTimeout))
 		return nil, fmt.Errorf("%w: %v", ErrDisconnected, sess.err)
 	}
-	cc := &consumerConn{conn: conn, gate: g}
+	cc := newConsumerConn(conn, g)
 	sess.subs = append(sess.subs, cc)
 	sess.watch(conn)
 	return cc, nil
@@ -315,7 +388,7 @@ func (sess *session) reserve(n int) error {
 		// connection already open.
 		sess.subMu.Lock()
 		if sess.alive() {
-			sess.subs = append(sess.subs, &consumerConn{conn: o.conn, gate: o.g})
+			sess.subs = append(sess.subs, newConsumerConn(o.conn, o.g))
 			sess.watch(o.conn)
 		} else {
 			_ = o.conn.CloseDeadline(time.Now().Add(closeTimeout)) // fail did not list it
@@ -328,9 +401,10 @@ func (sess *session) reserve(n int) error {
 	return first
 }
 
-// channel opens a channel for one agent's consumers, on a consuming
-// connection with room for it (a new one when all are full).
-func (sess *session) channel() (*amqp.Channel, *consumerConn, error) {
+// channel finds a place for one agent's consumers: on a consuming
+// channel with room, on a consuming connection with room (a new channel
+// or connection when all are full).
+func (sess *session) channel() (*consumerChan, error) {
 	sess.subMu.Lock()
 	var cc *consumerConn
 	for _, c := range sess.subs {
@@ -342,32 +416,76 @@ func (sess *session) channel() (*amqp.Channel, *consumerConn, error) {
 	if cc == nil {
 		if !sess.alive() {
 			sess.subMu.Unlock()
-			return nil, nil, fmt.Errorf("%w: %v", ErrDisconnected, sess.err)
+			return nil, fmt.Errorf("%w: %v", ErrDisconnected, sess.err)
 		}
 		var err error
 		if cc, err = sess.addConsumer(); err != nil {
 			sess.subMu.Unlock()
-			return nil, nil, err
+			return nil, err
 		}
+	}
+	var cch *consumerChan
+	for _, c := range cc.chans {
+		if c.agents < agentsPerChannel && !c.broken() {
+			cch = c
+			break
+		}
+	}
+	opening := cch == nil
+	if opening {
+		cch = &consumerChan{cc: cc, ready: make(chan struct{})}
+		cc.chans = append(cc.chans, cch)
 	}
 	cc.agents++
+	cch.agents++
 	sess.subMu.Unlock()
-	ch, err := cc.conn.Channel()
-	if err != nil {
-		sess.unchannel(cc)
-		if !sess.alive() || cc.conn.IsClosed() {
-			return nil, nil, fmt.Errorf("%w: opening a channel: %v", ErrDisconnected, err)
+	if opening {
+		cch.ch, cch.err = cc.conn.Channel()
+		if cch.err == nil {
+			// Per consumer, for each one started on the channel.
+			if cch.err = cch.ch.Qos(sess.s.cfg.Prefetch, 0, false); cch.err != nil {
+				_ = cch.ch.Close()
+			}
 		}
-		return nil, nil, fmt.Errorf("amqpspace: opening a channel: %w", err)
+		close(cch.ready)
 	}
-	return ch, cc, nil
+	<-cch.ready
+	if err := cch.err; err != nil {
+		sess.unchannel(cch)
+		if !sess.alive() || cc.conn.IsClosed() {
+			return nil, fmt.Errorf("%w: opening a channel: %v", ErrDisconnected, err)
+		}
+		return nil, fmt.Errorf("amqpspace: opening a channel: %w", err)
+	}
+	return cch, nil
 }
 
-// unchannel gives back a channel's place on cc.
-func (sess *session) unchannel(cc *consumerConn) {
+// unchannel gives back an agent's place on cch. A broken channel goes once
+// no agent holds a place on it.
+func (sess *session) unchannel(cch *consumerChan) {
 	sess.subMu.Lock()
+	defer sess.subMu.Unlock()
+	cc := cch.cc
 	cc.agents--
-	sess.subMu.Unlock()
+	if cch.agents--; cch.agents == 0 && cch.broken() {
+		cc.chans = slices.DeleteFunc(cc.chans, func(c *consumerChan) bool { return c == cch })
+	}
+}
+
+// op runs f, one or more queue operations, on a channel of cc kept for
+// them: an operation the broker refuses closes that channel, not one that
+// agents consume on. Channels are reused while they stay open.
+func (cc *consumerConn) op(f func(ch *amqp.Channel) error) error {
+	ch := <-cc.ops
+	defer func() { cc.ops <- ch }()
+	if ch == nil || ch.IsClosed() {
+		var err error
+		if ch, err = cc.conn.Channel(); err != nil {
+			ch = nil
+			return err
+		}
+	}
+	return f(ch) // a refused operation closes ch: the next one opens another
 }
 
 // closeTimeout bounds closing a connection: a broker that has stopped

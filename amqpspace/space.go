@@ -154,9 +154,9 @@ func (s *Space) Exchange() string { return s.cfg.Exchange }
 // queue's name (at most 245 bytes), must not end in "-broadcast", which
 // would share another agent's queue, and must not start with "__", the
 // prefix of the space's own routing keys such as "__broadcast__". Without
-// a connection to the broker Add fails with ErrDisconnected. Each agent
-// consumes on a channel of its own; the space opens a consuming connection
-// for every 1,000 agents. Add does not wait for other agents to be
+// a connection to the broker Add fails with ErrDisconnected. Agents
+// consume 100 to a channel; the space opens a consuming connection for
+// every 1,000 agents. Add does not wait for other agents to be
 // subscribed again after a reconnect; it does wait while the space holds
 // Config.MaxPendingBytes of input (the broker's answers come the same way).
 func (s *Space) Add(ctx context.Context, a *agency.Agent) error {
