@@ -140,7 +140,7 @@ func Register[A, R any](a *Agent, name string, h func(context.Context, A) (R, er
 	if a.joined.Load() {
 		return fmt.Errorf("agency: action %q: register actions before %q joins a space", name, a.id)
 	}
-	if _, ok := a.actions[name]; ok {
+	if a.actions.get(name) != nil {
 		return fmt.Errorf("agency: action %q registered twice on %q", name, a.id)
 	}
 	info, err := typeInfoFor(reflect.TypeFor[A]())
@@ -191,10 +191,7 @@ func Register[A, R any](a *Agent, name string, h func(context.Context, A) (R, er
 		}
 		return h(ctx, args)
 	}
-	if a.actions == nil {
-		a.actions = make(map[string]*action, 1)
-	}
-	a.actions[name] = act
+	a.actions.add(act)
 	return nil
 }
 

@@ -4,21 +4,129 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
+	"time"
 )
 
 // actionContext is the context a handler or hook runs with: the agent's own
 // context plus the agent and the message, in one allocation.
+//
+// A message with a deadline gives its handler a context with that deadline
+// (see withDeadline) that makes no timer unless the handler asks for Done:
+// most handlers return long before, and a timer per message costs more
+// than the rest of its delivery.
 type actionContext struct {
 	context.Context
 	conn *Conn
 	msg  *Message
+
+	deadline time.Time // zero: the embedded context's deadline holds
+	mu       sync.Mutex
+	timed    context.Context // made by the first Done: the deadline with its timer
+	cancel   context.CancelFunc
+	endErr   error // set by end when timed was never made
 }
 
 type ctxKey struct{}
 
+// withDeadline gives the context the deadline d (never later than the
+// embedded context's own).
+func (c *actionContext) withDeadline(d time.Time) {
+	if pd, ok := c.Context.Deadline(); ok && pd.Before(d) {
+		return
+	}
+	c.deadline = d
+}
+
+// end cancels the context, as the cancel function of a
+// context.WithDeadline would once the handler has returned.
+func (c *actionContext) end() {
+	if c.deadline.IsZero() {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.timed != nil {
+		c.cancel()
+		return
+	}
+	if c.endErr == nil {
+		c.endErr = c.errLocked()
+		if c.endErr == nil {
+			c.endErr = context.Canceled
+		}
+	}
+}
+
+// timedLocked returns the context with the deadline's timer, made on
+// first use, or nil once the context has ended without one.
+func (c *actionContext) timedLocked() context.Context {
+	if c.timed == nil && c.endErr == nil {
+		c.timed, c.cancel = context.WithDeadline(c.Context, c.deadline)
+	}
+	return c.timed
+}
+
+func (c *actionContext) Deadline() (time.Time, bool) {
+	if c.deadline.IsZero() {
+		return c.Context.Deadline()
+	}
+	return c.deadline, true
+}
+
+func (c *actionContext) Done() <-chan struct{} {
+	if c.deadline.IsZero() {
+		return c.Context.Done()
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if t := c.timedLocked(); t != nil {
+		return t.Done()
+	}
+	return closedChan
+}
+
+func (c *actionContext) Err() error {
+	if c.deadline.IsZero() {
+		return c.Context.Err()
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.errLocked()
+}
+
+func (c *actionContext) errLocked() error {
+	switch {
+	case c.timed != nil:
+		return c.timed.Err()
+	case c.endErr != nil:
+		return c.endErr
+	}
+	if err := c.Context.Err(); err != nil {
+		return err
+	}
+	if !time.Now().Before(c.deadline) {
+		return context.DeadlineExceeded
+	}
+	return nil
+}
+
 func (c *actionContext) Value(key any) any {
 	if key == (ctxKey{}) {
 		return c
+	}
+	if !c.deadline.IsZero() {
+		if _, internal := key.(*int); internal {
+			// The context package finds the cancelCtx to hang a child
+			// context (and context.Cause) on under a key of type *int:
+			// it must be the one that ends with the deadline.
+			c.mu.Lock()
+			t := c.timedLocked()
+			c.mu.Unlock()
+			if t != nil {
+				return t.Value(key)
+			}
+		}
 	}
 	return c.Context.Value(key)
 }

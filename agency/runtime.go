@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"runtime/debug"
 	"sync"
 	"sync/atomic"
@@ -34,23 +35,37 @@ type Conn struct {
 	agent  *Agent
 	router Router
 
-	ctx    context.Context // handlers' base context; cancelled when the agent is gone
-	cancel context.CancelFunc
-	gone   chan struct{} // closed once the agent has left for good
-	done   chan struct{} // closed when the delivery loop has returned
+	// What an idle agent holds is kept small (the fields are in an order
+	// that leaves no padding): no goroutine (one is started when a message
+	// arrives to an empty queue, and returns once the queue is empty
+	// again), and the channels, the handlers' context and what only
+	// Concurrency(n) needs are made when first needed.
+	mu       sync.Mutex // guards the fields below, up to mb
+	ctx      context.Context
+	cancel   context.CancelFunc
+	gone     chan struct{}             // closed once the agent has left for good
+	done     chan struct{}             // closed once it has left and may join a space again
+	pending  map[string]pendingRequest // request id → who answers it, and where
+	surveys  map[string]*collector     // survey id → its collector, while Survey runs
+	waiting  atomic.Int32              // Requests and Surveys under way
+	left     atomic.Bool               // what closing gone says, read without mu
+	stopped  bool                      // the handlers' context is cancelled, or will be made so
+	finished bool                      // done's state
 
-	mb  mailbox
-	seq sequencer // messages behind an earlier one of their Sequence
+	mb        mailbox
+	deliverFn func()      // c.deliver, made once: a method value allocates
+	conc      *concurrent // with Concurrency(n), n > 1; made by the delivery goroutine
 
-	pendingMu sync.Mutex
-	pending   map[string]pendingRequest // request id → who answers it, and where
-	waiting   atomic.Int32              // Requests under way, from await to forget
-	surveys   sync.Map                  // survey id → *collector, while Survey runs
-
-	startOnce sync.Once
 	leaveOnce sync.Once
 	closeOnce sync.Once
 	closeErr  error
+}
+
+// concurrent is what an agent that runs several actions at once needs.
+type concurrent struct {
+	seq     sequencer      // messages behind an earlier one of their Sequence
+	sem     chan struct{}  // a slot per running action
+	workers sync.WaitGroup // actions running beside the delivery goroutine
 }
 
 // Connect attaches a to a space whose outgoing side is r. The space calls
@@ -59,19 +74,127 @@ type Conn struct {
 // and [Conn.Close] to take it out again. An agent is in at most one space at
 // a time: a second Connect fails with ErrAlreadyAdded.
 func Connect(a *Agent, r Router) (*Conn, error) {
-	c := &Conn{agent: a, router: r, gone: make(chan struct{}), done: make(chan struct{})}
-	c.mb.wake = make(chan struct{}, 1)
+	c := &Conn{agent: a, router: r}
 	if !a.conn.CompareAndSwap(nil, c) {
 		return nil, fmt.Errorf("%w: %q", ErrAlreadyAdded, a.id)
 	}
 	a.joined.Store(true)
-	c.ctx, c.cancel = context.WithCancel(context.Background())
 	return c, nil
 }
 
-// start starts the delivery loop, once.
+// start lets arrivals start the delivery goroutine, and starts it for the
+// messages already queued.
 func (c *Conn) start() {
-	c.startOnce.Do(func() { go c.loop() })
+	if c.mb.start() {
+		c.spawn()
+	}
+}
+
+// spawn starts the delivery goroutine. The mailbox lets one caller at a
+// time do so (put, start and close hand the turn over under its lock).
+func (c *Conn) spawn() {
+	if c.deliverFn == nil {
+		c.deliverFn = c.deliver
+	}
+	go c.deliverFn()
+}
+
+// concurrent returns what Concurrency(n) needs, made on first use.
+func (c *Conn) concurrent() *concurrent {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.conc == nil {
+		c.conc = &concurrent{sem: make(chan struct{}, c.agent.concurrency)}
+	}
+	return c.conc
+}
+
+// concurrentIfAny returns what Concurrency(n) needs, or nil before it was
+// first needed.
+func (c *Conn) concurrentIfAny() *concurrent {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.conc
+}
+
+// base returns the handlers' base context, made on first use; it is
+// cancelled when the agent is gone.
+func (c *Conn) base() context.Context {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.ctx == nil {
+		c.ctx, c.cancel = context.WithCancel(context.Background())
+		if c.stopped {
+			c.cancel()
+		}
+	}
+	return c.ctx
+}
+
+// stop cancels the handlers' context.
+func (c *Conn) stop() {
+	c.mu.Lock()
+	c.stopped = true
+	if c.cancel != nil {
+		c.cancel()
+	}
+	c.mu.Unlock()
+}
+
+// closedChan is a channel closed from the start.
+var closedChan = func() chan struct{} {
+	ch := make(chan struct{})
+	close(ch)
+	return ch
+}()
+
+// goneChan returns a channel closed once the agent has left for good.
+func (c *Conn) goneChan() <-chan struct{} {
+	if c.left.Load() {
+		return closedChan
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.left.Load() {
+		return closedChan
+	}
+	if c.gone == nil {
+		c.gone = make(chan struct{})
+	}
+	return c.gone
+}
+
+// doneChan returns a channel closed once the agent has left and may join a
+// space again.
+func (c *Conn) doneChan() <-chan struct{} {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.finished {
+		return closedChan
+	}
+	if c.done == nil {
+		c.done = make(chan struct{})
+	}
+	return c.done
+}
+
+// finish lets the agent go, once its queue is closed and empty and its
+// actions have returned.
+func (c *Conn) finish() {
+	c.stop()
+	c.mu.Lock()
+	c.left.Store(true)
+	if c.gone != nil {
+		close(c.gone)
+	}
+	c.mu.Unlock()
+	c.agent.conn.CompareAndSwap(c, nil)
+	c.mu.Lock()
+	c.finished = true
+	if c.done != nil {
+		close(c.done)
+	}
+	c.mu.Unlock()
 }
 
 // Agent returns the connected agent.
@@ -129,8 +252,12 @@ func (c *Conn) DeliverFunc(m *Message, taken func()) error {
 			return nil
 		}
 	}
-	if !c.mb.put(item{m: m, taken: t}) {
+	ok, run := c.mb.put(item{m: m, taken: t})
+	if !ok {
 		return fmt.Errorf("%w: %q is leaving the space", ErrNoRecipient, a.id)
+	}
+	if run {
+		c.spawn()
 	}
 	if t != nil && c.waiting.Load() > 0 {
 		// The agent waits for a response: hold nothing back meanwhile.
@@ -183,16 +310,17 @@ func (c *Conn) BeforeRemove(ctx context.Context) {
 func (c *Conn) Close(ctx context.Context) error {
 	c.closeOnce.Do(func() {
 		c.BeforeRemove(ctx)
-		c.mb.close()
-		c.start() // a loop that never started still has to drain and let go
+		if c.mb.close() {
+			c.spawn() // an idle agent still has to let go
+		}
 		if ac := fromContext(ctx); ac != nil && ac.conn == c && ac.msg != nil {
 			return // from inside an action: waiting would wait for ourselves
 		}
 		select {
-		case <-c.done:
+		case <-c.doneChan():
 		case <-ctx.Done():
 			c.closeErr = ctx.Err()
-			c.cancel()
+			c.stop()
 			c.mb.discard()
 		}
 	})
@@ -216,12 +344,12 @@ type answer struct {
 // response the caller will read from the returned channel.
 func (c *Conn) await(id, from string) chan answer {
 	ch := make(chan answer, 1)
-	c.pendingMu.Lock()
+	c.mu.Lock()
 	if c.pending == nil {
 		c.pending = make(map[string]pendingRequest)
 	}
 	c.pending[id] = pendingRequest{from: from, ch: ch}
-	c.pendingMu.Unlock()
+	c.mu.Unlock()
 	// The response may come behind messages a space holds back until the
 	// agent takes them: take them all now, and all that come until forget.
 	c.waiting.Add(1)
@@ -233,11 +361,11 @@ func (c *Conn) await(id, from string) chan answer {
 // request with the same id has taken its place.
 func (c *Conn) forget(id string, ch chan answer) {
 	c.waiting.Add(-1)
-	c.pendingMu.Lock()
+	c.mu.Lock()
 	if p, ok := c.pending[id]; ok && p.ch == ch {
 		delete(c.pending, id)
 	}
-	c.pendingMu.Unlock()
+	c.mu.Unlock()
 }
 
 // FailRequests makes every Request of the agent that is waiting for its
@@ -246,8 +374,8 @@ func (c *Conn) forget(id string, ch chan answer) {
 // than let each caller wait out its deadline for an answer that may never
 // come. Requests made afterwards are not affected. Safe for concurrent use.
 func (c *Conn) FailRequests(err error) {
-	c.pendingMu.Lock()
-	defer c.pendingMu.Unlock()
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	for id, p := range c.pending {
 		p.ch <- answer{err: err} // still pending, so nothing was sent on ch
 		delete(c.pending, id)
@@ -261,35 +389,39 @@ func (c *Conn) take(id, from string) chan answer {
 	if id == "" {
 		return nil
 	}
-	c.pendingMu.Lock()
+	c.mu.Lock()
 	p, ok := c.pending[id]
 	if ok && p.from == from {
 		delete(c.pending, id)
 	} else {
 		p.ch = nil
 	}
-	c.pendingMu.Unlock()
+	c.mu.Unlock()
 	return p.ch
 }
 
-// loop handles the queue until it is closed and empty; then the agent has
-// left, and may join a space again.
-func (c *Conn) loop() {
-	defer func() {
-		c.cancel()
-		close(c.gone)
-		c.agent.conn.CompareAndSwap(c, nil)
-		close(c.done)
-	}()
-	var sem chan struct{}
-	var wg sync.WaitGroup
-	if n := c.agent.concurrency; n > 1 {
-		sem = make(chan struct{}, n)
-	}
+// deliver handles the queue until it is empty, then returns; the mailbox
+// starts it again when a message arrives. Only one runs at a time. Once
+// the queue is closed and empty, and the actions running beside it have
+// returned, the agent has left, and may join a space again.
+func (c *Conn) deliver() {
+	lingered := false
 	for {
-		batch, ok := c.mb.take()
-		if !ok {
-			break
+		batch, closed := c.mb.take(lingered)
+		if batch == nil && !closed && !lingered {
+			lingered = true
+			runtime.Gosched()
+			continue
+		}
+		lingered = false
+		if batch == nil {
+			if closed {
+				if cc := c.concurrentIfAny(); cc != nil {
+					cc.workers.Wait()
+				}
+				c.finish()
+			}
+			return
 		}
 		for i := range batch {
 			it := batch[i]
@@ -298,25 +430,26 @@ func (c *Conn) loop() {
 			// free once taken, and a long batch of large messages would
 			// otherwise stay in memory behind the new ones.
 			batch[i].m = nil // release reads only taken
-			if sem == nil {
+			if c.agent.concurrency <= 1 {
 				it.taken.fire()
 				c.handle(it.m)
 				continue
 			}
 			var key string
+			cc := c.concurrent()
 			if c.agent.sequence != nil && !it.m.IsResponse() {
-				if key = c.agent.sequence(it.m); key != "" && c.seq.park(key, it) {
+				if key = c.agent.sequence(it.m); key != "" && cc.seq.park(key, it) {
 					continue // its turn comes when the one before it ends
 				}
 			}
-			sem <- struct{}{}
+			cc.sem <- struct{}{}
 			it.taken.fire()
-			wg.Add(1)
+			cc.workers.Add(1)
 			go func() {
-				defer func() { <-sem; wg.Done() }()
+				defer func() { <-cc.sem; cc.workers.Done() }()
 				c.handle(it.m)
 				for key != "" {
-					next, ok := c.seq.next(key)
+					next, ok := cc.seq.next(key)
 					if !ok {
 						break
 					}
@@ -327,29 +460,27 @@ func (c *Conn) loop() {
 		}
 		c.mb.recycle(batch)
 	}
-	wg.Wait()
 }
 
 // handle runs one incoming message to its end.
 func (c *Conn) handle(m *Message) {
 	a := c.agent
-	base := c.ctx
-	if !m.Deadline.IsZero() {
-		// The caller stops waiting then: so does the handler.
-		var cancel context.CancelFunc
-		base, cancel = context.WithDeadline(base, m.Deadline)
-		defer cancel()
-	}
+	base := c.base()
 	if a.hooks.trace != nil {
 		base = c.extractTrace(base, m)
 	}
 	ctx := &actionContext{Context: base, conn: c, msg: m}
-	if !m.IsResponse() && !m.Deadline.IsZero() && !time.Now().Before(m.Deadline) {
-		// Its sender has stopped waiting: running it now would act for
-		// no one (and, queued behind a backlog, long after the fact). Nor
-		// is there anyone to answer.
-		a.logger.Debug("agency: dropping a message whose deadline has passed", "agent", a.id, "from", m.From, "action", m.Action, "deadline", m.Deadline)
-		return
+	if !m.Deadline.IsZero() {
+		if !m.IsResponse() && !time.Now().Before(m.Deadline) {
+			// Its sender has stopped waiting: running it now would act for
+			// no one (and, queued behind a backlog, long after the fact).
+			// Nor is there anyone to answer.
+			a.logger.Debug("agency: dropping a message whose deadline has passed", "agent", a.id, "from", m.From, "action", m.Action, "deadline", m.Deadline)
+			return
+		}
+		// The caller stops waiting then: so does the handler.
+		ctx.withDeadline(m.Deadline)
+		defer ctx.end()
 	}
 	switch m.Action {
 	case ResponseAction:
@@ -367,7 +498,7 @@ func (c *Conn) handle(m *Message) {
 		c.answerHelp(ctx, m)
 		return
 	}
-	act := a.actions[m.Action]
+	act := a.actions.get(m.Action)
 	if act == nil {
 		if m.To != Broadcast {
 			c.fail(ctx, m, newActionError(ErrorNotFound, nil,
@@ -485,10 +616,8 @@ func (c *Conn) reply(ctx context.Context, m *Message, action string, args any) e
 		}
 		return nil
 	}
-	select {
-	case <-c.gone: // a handler's context kept past its agent's removal
+	if c.left.Load() { // a handler's context kept past its agent's removal
 		return fmt.Errorf("%w: %q has left the space", ErrNotAdded, c.agent.id)
-	default:
 	}
 	if ae, ok := args.(*ActionError); ok {
 		// What the caller reads: no cause, and a text of bounded size
@@ -514,8 +643,9 @@ type mailbox struct {
 	spare    []item
 	inflight []item // the batch the agent is working through
 	closed   bool
-	wake     chan struct{} // capacity 1: "the queue may have become non-empty"
-	held     atomic.Int64  // items queued or in flight whose taker has not fired
+	started  bool         // arrivals start the delivery goroutine
+	running  bool         // the delivery goroutine is under way
+	held     atomic.Int64 // items queued or in flight whose taker has not fired
 }
 
 // item is a queued message and, from a space that paces delivery, what to
@@ -525,11 +655,13 @@ type item struct {
 	taken *taker
 }
 
-func (mb *mailbox) put(it item) bool {
+// put queues it; false once the mailbox is closed. run reports that the
+// caller must start the delivery goroutine.
+func (mb *mailbox) put(it item) (ok, run bool) {
 	mb.mu.Lock()
 	if mb.closed {
 		mb.mu.Unlock()
-		return false
+		return false, false
 	}
 	if it.taken != nil {
 		mb.held.Add(1)
@@ -537,35 +669,44 @@ func (mb *mailbox) put(it item) bool {
 		it.taken.f = func() { mb.held.Add(-1); f() }
 	}
 	mb.queue = append(mb.queue, it)
-	first := len(mb.queue) == 1
+	run = mb.started && !mb.running
+	mb.running = mb.running || run
 	mb.mu.Unlock()
-	if first {
-		select {
-		case mb.wake <- struct{}{}:
-		default:
-		}
-	}
-	return true
+	return true, run
 }
 
-// take waits for messages and returns all that are queued; false once the
-// mailbox is closed and empty.
-func (mb *mailbox) take() ([]item, bool) {
+// start lets arrivals start the delivery goroutine; true when the caller
+// must start it now, for what has come already.
+func (mb *mailbox) start() bool {
 	mb.mu.Lock()
-	for len(mb.queue) == 0 {
-		if mb.closed {
-			mb.mu.Unlock()
-			return nil, false
-		}
-		mb.mu.Unlock()
-		<-mb.wake
-		mb.mu.Lock()
+	defer mb.mu.Unlock()
+	if mb.started {
+		return false
 	}
-	batch := mb.queue
+	mb.started = true
+	if !mb.running && (len(mb.queue) > 0 || mb.closed) {
+		mb.running = true
+		return true
+	}
+	return false
+}
+
+// take returns all that is queued. When nothing is, it returns nil, and
+// the delivery goroutine that called it must return: the next arrival
+// starts another, unless closed, when none will.
+func (mb *mailbox) take(last bool) (batch []item, closed bool) {
+	mb.mu.Lock()
+	defer mb.mu.Unlock()
+	if len(mb.queue) == 0 {
+		if !mb.closed && last {
+			mb.running = false
+		}
+		return nil, mb.closed
+	}
+	batch = mb.queue
 	mb.queue, mb.spare = mb.spare, nil
 	mb.inflight = batch
-	mb.mu.Unlock()
-	return batch, true
+	return batch, false
 }
 
 // recycle gives a handled batch's storage back for reuse.
@@ -589,7 +730,9 @@ func (c *Conn) releaseHeld() {
 		return
 	}
 	c.mb.release()
-	c.seq.release()
+	if cc := c.concurrentIfAny(); cc != nil {
+		cc.seq.release()
+	}
 }
 
 // release fires the taker of every message queued or in flight.
@@ -613,15 +756,18 @@ func (mb *mailbox) release() {
 	}
 }
 
-// close stops intake; take returns what is queued, then false.
-func (mb *mailbox) close() {
+// close stops intake; the delivery goroutine handles what is queued, then
+// lets the agent go. true when the caller must start that goroutine.
+func (mb *mailbox) close() bool {
 	mb.mu.Lock()
+	defer mb.mu.Unlock()
 	mb.closed = true
-	mb.mu.Unlock()
-	select {
-	case mb.wake <- struct{}{}:
-	default:
+	mb.started = true // a Conn closed before it was added still lets go
+	if mb.running {
+		return false
 	}
+	mb.running = true
+	return true
 }
 
 // discard drops whatever is queued; a pacing space learns that it was
