@@ -12,48 +12,61 @@ import (
 // context plus the agent and the message, in one allocation.
 //
 // A message with a deadline gives its handler a context with that deadline
-// (see withDeadline) that makes no timer unless the handler asks for Done:
+// (see newActionContext) that makes no timer unless the handler asks for Done:
 // most handlers return long before, and a timer per message costs more
 // than the rest of its delivery.
 type actionContext struct {
 	context.Context
 	conn *Conn
 	msg  *Message
+	dl   *deadline // nil: the embedded context's deadline holds
+}
 
-	deadline time.Time // zero: the embedded context's deadline holds
-	mu       sync.Mutex
-	timed    context.Context // made by the first Done: the deadline with its timer
-	cancel   context.CancelFunc
-	endErr   error // set by end when timed was never made
+// deadline is the state of an action context's own deadline.
+type deadline struct {
+	at     time.Time
+	mu     sync.Mutex
+	timed  context.Context // made by the first Done: the deadline with its timer
+	cancel context.CancelFunc
+	endErr error // set by end when timed was never made
 }
 
 type ctxKey struct{}
 
-// withDeadline gives the context the deadline d (never later than the
-// embedded context's own).
-func (c *actionContext) withDeadline(d time.Time) {
-	if pd, ok := c.Context.Deadline(); ok && pd.Before(d) {
-		return
+// newActionContext returns the context for m's handler, with m's deadline
+// when it has one; the two come in one allocation.
+func newActionContext(base context.Context, c *Conn, m *Message) *actionContext {
+	if m.Deadline.IsZero() {
+		return &actionContext{Context: base, conn: c, msg: m}
 	}
-	c.deadline = d
+	both := &struct {
+		ctx actionContext
+		dl  deadline
+	}{ctx: actionContext{Context: base, conn: c, msg: m}}
+	if pd, ok := base.Deadline(); !ok || !pd.Before(m.Deadline) {
+		both.dl.at = m.Deadline
+		both.ctx.dl = &both.dl
+	}
+	return &both.ctx
 }
 
 // end cancels the context, as the cancel function of a
 // context.WithDeadline would once the handler has returned.
 func (c *actionContext) end() {
-	if c.deadline.IsZero() {
+	dl := c.dl
+	if dl == nil {
 		return
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.timed != nil {
-		c.cancel()
+	dl.mu.Lock()
+	defer dl.mu.Unlock()
+	if dl.timed != nil {
+		dl.cancel()
 		return
 	}
-	if c.endErr == nil {
-		c.endErr = c.errLocked()
-		if c.endErr == nil {
-			c.endErr = context.Canceled
+	if dl.endErr == nil {
+		dl.endErr = c.errLocked()
+		if dl.endErr == nil {
+			dl.endErr = context.Canceled
 		}
 	}
 }
@@ -61,25 +74,26 @@ func (c *actionContext) end() {
 // timedLocked returns the context with the deadline's timer, made on
 // first use, or nil once the context has ended without one.
 func (c *actionContext) timedLocked() context.Context {
-	if c.timed == nil && c.endErr == nil {
-		c.timed, c.cancel = context.WithDeadline(c.Context, c.deadline)
+	dl := c.dl
+	if dl.timed == nil && dl.endErr == nil {
+		dl.timed, dl.cancel = context.WithDeadline(c.Context, dl.at)
 	}
-	return c.timed
+	return dl.timed
 }
 
 func (c *actionContext) Deadline() (time.Time, bool) {
-	if c.deadline.IsZero() {
+	if c.dl == nil {
 		return c.Context.Deadline()
 	}
-	return c.deadline, true
+	return c.dl.at, true
 }
 
 func (c *actionContext) Done() <-chan struct{} {
-	if c.deadline.IsZero() {
+	if c.dl == nil {
 		return c.Context.Done()
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	c.dl.mu.Lock()
+	defer c.dl.mu.Unlock()
 	if t := c.timedLocked(); t != nil {
 		return t.Done()
 	}
@@ -87,25 +101,26 @@ func (c *actionContext) Done() <-chan struct{} {
 }
 
 func (c *actionContext) Err() error {
-	if c.deadline.IsZero() {
+	if c.dl == nil {
 		return c.Context.Err()
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	c.dl.mu.Lock()
+	defer c.dl.mu.Unlock()
 	return c.errLocked()
 }
 
 func (c *actionContext) errLocked() error {
+	dl := c.dl
 	switch {
-	case c.timed != nil:
-		return c.timed.Err()
-	case c.endErr != nil:
-		return c.endErr
+	case dl.timed != nil:
+		return dl.timed.Err()
+	case dl.endErr != nil:
+		return dl.endErr
 	}
 	if err := c.Context.Err(); err != nil {
 		return err
 	}
-	if !time.Now().Before(c.deadline) {
+	if !time.Now().Before(dl.at) {
 		return context.DeadlineExceeded
 	}
 	return nil
@@ -115,14 +130,14 @@ func (c *actionContext) Value(key any) any {
 	if key == (ctxKey{}) {
 		return c
 	}
-	if !c.deadline.IsZero() {
+	if c.dl != nil {
 		if _, internal := key.(*int); internal {
 			// The context package finds the cancelCtx to hang a child
 			// context (and context.Cause) on under a key of type *int:
 			// it must be the one that ends with the deadline.
-			c.mu.Lock()
+			c.dl.mu.Lock()
 			t := c.timedLocked()
-			c.mu.Unlock()
+			c.dl.mu.Unlock()
 			if t != nil {
 				return t.Value(key)
 			}

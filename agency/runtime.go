@@ -40,13 +40,13 @@ type Conn struct {
 	// arrives to an empty queue, and returns once the queue is empty
 	// again), and the channels, the handlers' context and what only
 	// Concurrency(n) needs are made when first needed.
-	mu       sync.Mutex // guards the fields below, up to mb
-	ctx      context.Context
-	cancel   context.CancelFunc
+	base     atomic.Pointer[baseCtx]   // the handlers' context, made on first use
+	mu       sync.Mutex                // guards the fields below, up to mb
 	gone     chan struct{}             // closed once the agent has left for good
 	done     chan struct{}             // closed once it has left and may join a space again
 	pending  map[string]pendingRequest // request id → who answers it, and where
 	surveys  map[string]*collector     // survey id → its collector, while Survey runs
+	spare    chan answer               // a Request's channel, kept for the next one
 	waiting  atomic.Int32              // Requests and Surveys under way
 	left     atomic.Bool               // what closing gone says, read without mu
 	stopped  bool                      // the handlers' context is cancelled, or will be made so
@@ -117,26 +117,37 @@ func (c *Conn) concurrentIfAny() *concurrent {
 	return c.conc
 }
 
-// base returns the handlers' base context, made on first use; it is
-// cancelled when the agent is gone.
-func (c *Conn) base() context.Context {
+// baseCtx is the handlers' base context, cancelled when the agent is gone.
+type baseCtx struct {
+	ctx    context.Context
+	cancel context.CancelFunc
+}
+
+// baseContext returns the handlers' base context, made on first use.
+func (c *Conn) baseContext() context.Context {
+	if b := c.base.Load(); b != nil {
+		return b.ctx
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.ctx == nil {
-		c.ctx, c.cancel = context.WithCancel(context.Background())
+	b := c.base.Load()
+	if b == nil {
+		b = &baseCtx{}
+		b.ctx, b.cancel = context.WithCancel(context.Background())
 		if c.stopped {
-			c.cancel()
+			b.cancel()
 		}
+		c.base.Store(b)
 	}
-	return c.ctx
+	return b.ctx
 }
 
 // stop cancels the handlers' context.
 func (c *Conn) stop() {
 	c.mu.Lock()
 	c.stopped = true
-	if c.cancel != nil {
-		c.cancel()
+	if b := c.base.Load(); b != nil {
+		b.cancel()
 	}
 	c.mu.Unlock()
 }
@@ -237,8 +248,7 @@ func (c *Conn) DeliverFunc(m *Message, taken func()) error {
 		return nil
 	}
 	if m.IsResponse() {
-		if ch := c.take(m.ParentID, m.From); ch != nil {
-			ch <- answer{m: m} // buffered for exactly this one answer
+		if c.answer(m) {
 			t.fire()
 			return nil
 		}
@@ -343,8 +353,12 @@ type answer struct {
 // await registers a request id, sent to the agent with id from, whose first
 // response the caller will read from the returned channel.
 func (c *Conn) await(id, from string) chan answer {
-	ch := make(chan answer, 1)
 	c.mu.Lock()
+	ch := c.spare
+	c.spare = nil
+	if ch == nil {
+		ch = make(chan answer, 1)
+	}
 	if c.pending == nil {
 		c.pending = make(map[string]pendingRequest)
 	}
@@ -365,6 +379,13 @@ func (c *Conn) forget(id string, ch chan answer) {
 	if p, ok := c.pending[id]; ok && p.ch == ch {
 		delete(c.pending, id)
 	}
+	// Nothing can reach ch any more (answer and FailRequests send under
+	// mu, to pending requests): keep it for the next Request, empty.
+	select {
+	case <-ch:
+	default:
+	}
+	c.spare = ch
 	c.mu.Unlock()
 }
 
@@ -382,22 +403,24 @@ func (c *Conn) FailRequests(err error) {
 	}
 }
 
-// take removes and returns the channel waiting for a response to id from
-// the agent with id from. A response from any other agent answers nothing:
-// no agent can slip its own answer into another's Request.
-func (c *Conn) take(id, from string) chan answer {
-	if id == "" {
-		return nil
+// answer hands the response m to the Request waiting for it, if any: one
+// waiting for a response to m.ParentID from the agent m comes from. A
+// response from any other agent answers nothing: no agent can slip its own
+// answer into another's Request. It sends under mu, so that once forget
+// has removed a request nothing more reaches its channel.
+func (c *Conn) answer(m *Message) bool {
+	if m.ParentID == "" {
+		return false
 	}
 	c.mu.Lock()
-	p, ok := c.pending[id]
-	if ok && p.from == from {
-		delete(c.pending, id)
-	} else {
-		p.ch = nil
+	defer c.mu.Unlock()
+	p, ok := c.pending[m.ParentID]
+	if !ok || p.from != m.From {
+		return false
 	}
-	c.mu.Unlock()
-	return p.ch
+	delete(c.pending, m.ParentID)
+	p.ch <- answer{m: m} // buffered for exactly this one answer
+	return true
 }
 
 // deliver handles the queue until it is empty, then returns; the mailbox
@@ -465,21 +488,20 @@ func (c *Conn) deliver() {
 // handle runs one incoming message to its end.
 func (c *Conn) handle(m *Message) {
 	a := c.agent
-	base := c.base()
+	base := c.baseContext()
 	if a.hooks.trace != nil {
 		base = c.extractTrace(base, m)
 	}
-	ctx := &actionContext{Context: base, conn: c, msg: m}
-	if !m.Deadline.IsZero() {
-		if !m.IsResponse() && !time.Now().Before(m.Deadline) {
-			// Its sender has stopped waiting: running it now would act for
-			// no one (and, queued behind a backlog, long after the fact).
-			// Nor is there anyone to answer.
-			a.logger.Debug("agency: dropping a message whose deadline has passed", "agent", a.id, "from", m.From, "action", m.Action, "deadline", m.Deadline)
-			return
-		}
-		// The caller stops waiting then: so does the handler.
-		ctx.withDeadline(m.Deadline)
+	if !m.Deadline.IsZero() && !m.IsResponse() && !time.Now().Before(m.Deadline) {
+		// Its sender has stopped waiting: running it now would act for
+		// no one (and, queued behind a backlog, long after the fact). Nor
+		// is there anyone to answer.
+		a.logger.Debug("agency: dropping a message whose deadline has passed", "agent", a.id, "from", m.From, "action", m.Action, "deadline", m.Deadline)
+		return
+	}
+	// The caller stops waiting at m's deadline: so does the handler.
+	ctx := newActionContext(base, c, m)
+	if ctx.dl != nil {
 		defer ctx.end()
 	}
 	switch m.Action {
