@@ -257,14 +257,14 @@ func (c *Conn) DeliverFunc(m *Message, taken func()) error {
 			return nil
 		}
 		if !a.hooks.wantsResponses() {
-			a.logger.Debug("agency: dropping a response nobody waits for", "agent", a.id, "from", m.From, "parent_id", m.ParentID)
+			c.dropResponse(m)
 			t.fire()
 			return nil
 		}
 	}
 	ok, run := c.mb.put(item{m: m, taken: t})
 	if !ok {
-		return fmt.Errorf("%w: %q is leaving the space", ErrNoRecipient, a.id)
+		return c.leavingError()
 	}
 	if run {
 		c.spawn()
@@ -276,6 +276,18 @@ func (c *Conn) DeliverFunc(m *Message, taken func()) error {
 		t.fire()
 	}
 	return nil
+}
+
+// The cold paths of DeliverFunc (see handle).
+
+//go:noinline
+func (c *Conn) dropResponse(m *Message) {
+	c.agent.logger.Debug("agency: dropping a response nobody waits for", "agent", c.agent.id, "from", m.From, "parent_id", m.ParentID)
+}
+
+//go:noinline
+func (c *Conn) leavingError() error {
+	return fmt.Errorf("%w: %q is leaving the space", ErrNoRecipient, c.agent.id)
 }
 
 // taker calls a space's taken function once.
@@ -487,16 +499,17 @@ func (c *Conn) deliver() {
 
 // handle runs one incoming message to its end.
 func (c *Conn) handle(m *Message) {
+	// The common path is kept short, and what only some messages need is
+	// in functions of its own: the delivery goroutine starts with a small
+	// stack for each burst of messages, and a deep frame here would make
+	// it grow, and copy, that stack each time.
 	a := c.agent
 	base := c.baseContext()
 	if a.hooks.trace != nil {
 		base = c.extractTrace(base, m)
 	}
 	if !m.Deadline.IsZero() && !m.IsResponse() && !time.Now().Before(m.Deadline) {
-		// Its sender has stopped waiting: running it now would act for
-		// no one (and, queued behind a backlog, long after the fact). Nor
-		// is there anyone to answer.
-		a.logger.Debug("agency: dropping a message whose deadline has passed", "agent", a.id, "from", m.From, "action", m.Action, "deadline", m.Deadline)
+		c.dropExpired(m)
 		return
 	}
 	// The caller stops waiting at m's deadline: so does the handler.
@@ -505,45 +518,108 @@ func (c *Conn) handle(m *Message) {
 		defer ctx.end()
 	}
 	switch m.Action {
+	case ResponseAction, ErrorAction, HelpAction:
+		c.handleOwn(ctx, m)
+		return
+	}
+	act := a.actions.get(m.Action)
+	if act == nil {
+		c.noSuchAction(ctx, m)
+		return
+	}
+	var approved func() (any, error) // the handler's call, with the arguments its approver saw
+	if act.approve != nil || act.cfg.policy.fn != nil || act.cfg.policy.decide(m) != Permitted {
+		var ok bool
+		if approved, ok = c.admit(ctx, act, m); !ok {
+			return
+		}
+	}
+	if a.hooks.before != nil {
+		c.beforeAction(ctx, m)
+	}
+	value, err := c.run(ctx, act, m, approved)
+	if err != nil || a.hooks.after != nil {
+		c.afterAction(ctx, m, value, err)
+		return
+	}
+	if !m.NoReply {
+		c.respond(ctx, m, value)
+	}
+}
+
+// dropExpired drops m, whose sender has stopped waiting: running it now
+// would act for no one (and, queued behind a backlog, long after the
+// fact). Nor is there anyone to answer.
+//
+//go:noinline
+func (c *Conn) dropExpired(m *Message) {
+	a := c.agent
+	a.logger.Debug("agency: dropping a message whose deadline has passed", "agent", a.id, "from", m.From, "action", m.Action, "deadline", m.Deadline)
+}
+
+// handleOwn handles the framework's own actions: responses and help.
+//
+//go:noinline
+func (c *Conn) handleOwn(ctx *actionContext, m *Message) {
+	a := c.agent
+	switch m.Action {
 	case ResponseAction:
 		if h := a.hooks.value; h != nil {
 			c.guard("HandleActionValue", func() { h.HandleActionValue(ctx, m) })
 		}
-		return
 	case ErrorAction:
 		if h := a.hooks.err; h != nil {
 			ae, _ := m.Err().(*ActionError)
 			c.guard("HandleActionError", func() { h.HandleActionError(ctx, m, ae) })
 		}
-		return
 	case HelpAction:
 		c.answerHelp(ctx, m)
-		return
 	}
-	act := a.actions.get(m.Action)
-	if act == nil {
-		if m.To != Broadcast {
-			c.fail(ctx, m, newActionError(ErrorNotFound, nil,
-				"%q has no action %q; send it \"help\" to list the actions it offers", a.id, m.Action))
-		}
-		return
+}
+
+// noSuchAction answers a message for an action the agent does not have.
+//
+//go:noinline
+func (c *Conn) noSuchAction(ctx *actionContext, m *Message) {
+	if m.To != Broadcast {
+		c.fail(ctx, m, newActionError(ErrorNotFound, nil,
+			"%q has no action %q; send it \"help\" to list the actions it offers", c.agent.id, m.Action))
 	}
-	var approved func() (any, error) // the handler's call, with the arguments its approver saw
+}
+
+// admit applies act's access policy to m: false when m may not run (its
+// sender has been told); otherwise, for an action given Approve whose
+// approver was asked, the handler's call with the arguments it saw.
+//
+//go:noinline
+func (c *Conn) admit(ctx *actionContext, act *action, m *Message) (approved func() (any, error), ok bool) {
 	if access := c.decide(act, m); access == Requested && act.approve != nil {
 		run, ae := act.approve(ctx, m)
 		if ae != nil {
 			c.fail(ctx, m, ae)
-			return
+			return nil, false
 		}
-		approved = run
+		return run, true
 	} else if !c.permitted(ctx, access, m) {
-		c.fail(ctx, m, newActionError(ErrorPermissionDenied, nil, "%q not permitted for %q", a.id+"."+m.Action, m.From))
-		return
+		c.fail(ctx, m, newActionError(ErrorPermissionDenied, nil, "%q not permitted for %q", c.agent.id+"."+m.Action, m.From))
+		return nil, false
 	}
-	if h := a.hooks.before; h != nil {
-		c.guard("BeforeAction", func() { h.BeforeAction(ctx, m) })
-	}
-	value, err := c.run(ctx, act, m, approved)
+	return nil, true
+}
+
+// beforeAction runs the BeforeAction hook.
+//
+//go:noinline
+func (c *Conn) beforeAction(ctx *actionContext, m *Message) {
+	h := c.agent.hooks.before
+	c.guard("BeforeAction", func() { h.BeforeAction(ctx, m) })
+}
+
+// afterAction ends an action that failed, or whose agent has an
+// AfterAction hook: it runs the hook and answers m.
+//
+//go:noinline
+func (c *Conn) afterAction(ctx *actionContext, m *Message, value any, err error) {
 	var ae *ActionError
 	if err != nil {
 		// AfterAction sees the error the caller receives; it unwraps to the
@@ -556,16 +632,26 @@ func (c *Conn) handle(m *Message) {
 		}
 		err = ae
 	}
-	if h := a.hooks.after; h != nil {
+	if h := c.agent.hooks.after; h != nil {
 		c.guard("AfterAction", func() { h.AfterAction(ctx, m, value, err) })
 	}
 	if ae != nil {
 		c.fail(ctx, m, ae)
 		return
 	}
+	c.respond(ctx, m, value)
+}
+
+// respond sends an action's value back to m's sender.
+func (c *Conn) respond(ctx context.Context, m *Message, value any) {
 	if err := c.reply(ctx, m, ResponseAction, value); err != nil {
-		a.logger.Warn("agency: response not delivered", "agent", a.id, "to", m.From, "action", m.Action, "error", err)
+		c.responseLost(m, err)
 	}
+}
+
+//go:noinline
+func (c *Conn) responseLost(m *Message, err error) {
+	c.agent.logger.Warn("agency: response not delivered", "agent", c.agent.id, "to", m.From, "action", m.Action, "error", err)
 }
 
 func (c *Conn) permitted(ctx context.Context, access Access, m *Message) bool {
@@ -600,14 +686,21 @@ func (c *Conn) decide(act *action, m *Message) Access {
 func (c *Conn) run(ctx context.Context, act *action, m *Message, approved func() (any, error)) (value any, err error) {
 	defer func() {
 		if p := recover(); p != nil {
-			c.agent.logger.Error("agency: action panicked", "agent", c.agent.id, "action", m.Action, "panic", p, "stack", string(debug.Stack()))
-			value, err = nil, newActionError(ErrorActionFailed, nil, "%s.%s panicked: %v", c.agent.id, m.Action, p)
+			value, err = nil, c.panicked(m, p)
 		}
 	}()
 	if approved != nil {
 		return approved()
 	}
 	return act.run(ctx, m.Args)
+}
+
+// panicked logs an action's panic and returns the error its caller gets.
+//
+//go:noinline
+func (c *Conn) panicked(m *Message, p any) error {
+	c.agent.logger.Error("agency: action panicked", "agent", c.agent.id, "action", m.Action, "panic", p, "stack", string(debug.Stack()))
+	return newActionError(ErrorActionFailed, nil, "%s.%s panicked: %v", c.agent.id, m.Action, p)
 }
 
 // guard runs a hook, logging rather than crashing on a panic: a hook's bug
@@ -634,12 +727,12 @@ func (c *Conn) fail(ctx context.Context, m *Message, ae *ActionError) {
 func (c *Conn) reply(ctx context.Context, m *Message, action string, args any) error {
 	if m.NoReply {
 		if action == ErrorAction {
-			c.agent.logger.Debug("agency: not sending an error to a sender that takes no responses", "agent", c.agent.id, "to", m.From, "action", m.Action, "error", args)
+			c.noErrorToSender(m, args)
 		}
 		return nil
 	}
 	if c.left.Load() { // a handler's context kept past its agent's removal
-		return fmt.Errorf("%w: %q has left the space", ErrNotAdded, c.agent.id)
+		return c.leftError()
 	}
 	if ae, ok := args.(*ActionError); ok {
 		// What the caller reads: no cause, and a text of bounded size
@@ -648,13 +741,30 @@ func (c *Conn) reply(ctx context.Context, m *Message, action string, args any) e
 	}
 	r := &Message{To: m.From, From: c.agent.id, ID: NewID(), ParentID: m.ID, Action: action, Args: args}
 	if err := c.router.Route(ctx, r); err != nil {
-		if errors.Is(err, ErrNoRecipient) {
-			c.agent.logger.Debug("agency: the sender is gone; response dropped", "agent", c.agent.id, "to", m.From)
-			return nil
-		}
-		return err
+		return c.replyFailed(m, err)
 	}
 	return nil
+}
+
+// The cold paths of reply, in functions of their own (see handle).
+
+//go:noinline
+func (c *Conn) noErrorToSender(m *Message, args any) {
+	c.agent.logger.Debug("agency: not sending an error to a sender that takes no responses", "agent", c.agent.id, "to", m.From, "action", m.Action, "error", args)
+}
+
+//go:noinline
+func (c *Conn) leftError() error {
+	return fmt.Errorf("%w: %q has left the space", ErrNotAdded, c.agent.id)
+}
+
+//go:noinline
+func (c *Conn) replyFailed(m *Message, err error) error {
+	if errors.Is(err, ErrNoRecipient) {
+		c.agent.logger.Debug("agency: the sender is gone; response dropped", "agent", c.agent.id, "to", m.From)
+		return nil
+	}
+	return err
 }
 
 // mailbox is an agent's unbounded queue of incoming messages: a space never
