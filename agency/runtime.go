@@ -440,15 +440,23 @@ func (c *Conn) answer(m *Message) bool {
 // the queue is closed and empty, and the actions running beside it have
 // returned, the agent has left, and may join a space again.
 func (c *Conn) deliver() {
-	lingered := false
+	// Once the queue is empty, a goroutine that has answered a request,
+	// or handled more than one message, yields once before it returns, and
+	// stays if a message has come meanwhile: a caller that makes one
+	// request after another, or a sender in a burst, is served at once
+	// instead of starting a goroutine each time. One that handled a single
+	// message that takes no answer (a broadcast's) returns at once:
+	// yielding there only doubles the scheduler's work for a broadcast to
+	// many agents.
+	linger, lingered, handled := false, false, 0
 	for {
-		batch, closed := c.mb.take(lingered)
-		if batch == nil && !closed && !lingered {
+		batch, closed := c.mb.take(lingered || !linger)
+		if batch == nil && !closed && linger && !lingered {
 			lingered = true
 			runtime.Gosched()
 			continue
 		}
-		lingered = false
+		linger, lingered = false, false
 		if batch == nil {
 			if closed {
 				if cc := c.concurrentIfAny(); cc != nil {
@@ -465,6 +473,9 @@ func (c *Conn) deliver() {
 			// free once taken, and a long batch of large messages would
 			// otherwise stay in memory behind the new ones.
 			batch[i].m = nil // release reads only taken
+			if handled++; handled > 1 || (!it.m.NoReply && !it.m.IsResponse()) {
+				linger = true
+			}
 			if c.agent.concurrency <= 1 {
 				it.taken.fire()
 				c.handle(it.m)
@@ -823,9 +834,10 @@ func (mb *mailbox) start() bool {
 	return false
 }
 
-// take returns all that is queued. When nothing is, it returns nil, and
-// the delivery goroutine that called it must return: the next arrival
-// starts another, unless closed, when none will.
+// take returns all that is queued. When nothing is, it returns nil; with
+// last, the delivery goroutine that called it must then return (the next
+// arrival starts another, unless closed, when none will); without, it
+// stays the delivery goroutine and may take again.
 func (mb *mailbox) take(last bool) (batch []item, closed bool) {
 	mb.mu.Lock()
 	defer mb.mu.Unlock()
