@@ -1,3 +1,8 @@
+// Command idleprof adds 100,000 idle agents with one action each to a
+// space.Local and writes a heap profile of what they hold, for
+// `go tool pprof -sample_index=inuse_space`:
+//
+//	go -C internal/bench run ./cmd/idleprof /tmp/idle.heap
 package main
 
 import (
@@ -24,8 +29,18 @@ func main() {
 		}
 	}
 	runtime.GC()
-	f, _ := os.Create(os.Args[1])
-	pprof.Lookup("heap").WriteTo(f, 0)
-	f.Close()
+	if len(os.Args) != 2 {
+		panic("usage: idleprof FILE")
+	}
+	f, err := os.Create(os.Args[1])
+	if err != nil {
+		panic(err)
+	}
+	if err := pprof.Lookup("heap").WriteTo(f, 0); err != nil {
+		panic(err)
+	}
+	if err := f.Close(); err != nil {
+		panic(err)
+	}
 	runtime.KeepAlive(sp)
 }
