@@ -207,7 +207,9 @@ func TestAddWhileResubscribing(t *testing.T) {
 	if got, err := agency.Call[string](ctx, caller, late.ID(), "echo", echoArgs{Text: "in"}); err != nil || got != "in" {
 		t.Errorf("the agent added during the re-subscription: %q, %v", got, err)
 	}
-	logs.expect(t, "reconnected")
+	// Re-subscribing thousands of agents takes the broker seconds, and
+	// more on a loaded machine with the race detector.
+	logs.expectWithin(t, "reconnected", 2*time.Minute)
 }
 
 // BenchmarkAMQPAddAgents measures adding 10,000 agents to one space, one

@@ -204,6 +204,9 @@ func TestDispatchPlan(t *testing.T) {
 	if len(acc) != 3 {
 		t.Fatalf("accepted %+v", acc)
 	}
+	if ds := d.events.of(EventDispatch); len(ds) == 0 || ds[0].Agent != "planning_agent" || ds[0].Name == "" {
+		t.Errorf("the dispatcher's events: %+v", ds)
+	}
 	if a := acc[0]; a.To != "workbench_search_agent" || a.Name != searchName || a.Message != searchMsg {
 		t.Errorf("the first handoff %+v", a)
 	}

@@ -3,6 +3,8 @@ package handoff
 import (
 	"context"
 	"log/slog"
+	"maps"
+	"slices"
 	"time"
 )
 
@@ -32,7 +34,7 @@ type Event struct {
 	Hops         int
 	Path         []string
 	Version      int64 // of the conversation, after the transition
-	Vars         Vars  // of a handoff: the variables it carries
+	Vars         Vars  // of a handoff: the variables it carries; of a vars event: those the tool set
 	Reason       string
 }
 
@@ -81,6 +83,10 @@ func (ev events) emit(ctx context.Context, e Event) {
 	}
 	if e.Version > 0 {
 		attrs = append(attrs, slog.Int64("version", e.Version))
+	}
+	if len(e.Vars) > 0 {
+		// Their names only: values may be personal (a passport number).
+		attrs = append(attrs, slog.Any("vars", slices.Sorted(maps.Keys(e.Vars))))
 	}
 	if e.Reason != "" {
 		attrs = append(attrs, slog.String("reason", e.Reason))

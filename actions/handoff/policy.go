@@ -718,7 +718,7 @@ func (p *Policy) handoff(ctx context.Context, t *openai.Turn, h hand) {
 		return
 	}
 	if len(h.set) > 0 {
-		p.ev.emit(ctx, Event{Kind: EventVars, Conversation: t.Conversation, Agent: p.self, Name: h.name, Version: conv.Version})
+		p.ev.emit(ctx, Event{Kind: EventVars, Conversation: t.Conversation, Agent: p.self, Name: h.name, Version: conv.Version, Vars: h.set})
 	}
 	p.ev.emit(ctx, Event{Kind: EventHandoff, Conversation: t.Conversation, Agent: p.self, From: p.self, To: h.to, Name: h.name,
 		Message: h.message, Hops: conv.Hops, Path: conv.Path, Version: conv.Version, Vars: tr.Vars})
@@ -865,7 +865,7 @@ func (p *Policy) set(ctx context.Context, t *openai.Turn, tool string, vars Vars
 	if err != nil {
 		return err
 	}
-	p.ev.emit(ctx, Event{Kind: EventVars, Conversation: t.Conversation, Agent: p.self, Name: tool, Version: conv.Version})
+	p.ev.emit(ctx, Event{Kind: EventVars, Conversation: t.Conversation, Agent: p.self, Name: tool, Version: conv.Version, Vars: vars})
 	return nil
 }
 

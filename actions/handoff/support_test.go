@@ -84,6 +84,9 @@ func TestSupportTranscript(t *testing.T) {
 	if len(acc) != 3 {
 		t.Fatalf("handoffs accepted: %+v", acc)
 	}
+	if h := s.events.of(EventHandoff); len(h) != 3 || h[0].From != "Triage" || h[0].To != "Refunds" || h[0].Conversation != "c1" {
+		t.Errorf("the handoff events: %+v", h)
+	}
 	if a := acc[0]; a.From != "Triage" || a.To != "Refunds" || a.Hops != 1 || !slices.Equal(a.Path, []string{"Triage"}) ||
 		a.Message != transfer || a.Name != "transfer_to_issues_and_repairs" || a.Conversation != "c1" {
 		t.Errorf("the first handoff: %+v", a)

@@ -302,6 +302,12 @@ func TestSwarmReply(t *testing.T) {
 	if len(acc) != 1 || acc[0].To != "CustomerServiceRep" || acc[0].Name != "Accounts__verify_passport" {
 		t.Fatalf("accepted %+v", acc)
 	}
+	if v := w.events.of(EventVars); len(v) != 1 || v[0].Vars["passport_number"] != "P123" || v[0].Conversation != "c1" {
+		t.Errorf("the Reply's vars event: %+v", v)
+	}
+	if h := w.events.of(EventHandoff); len(h) != 1 || h[0].To != "CustomerServiceRep" || h[0].Vars["passport_number"] != "P123" {
+		t.Errorf("the handoff event: %+v", h)
+	}
 	log, _ := Log(w.ctx, w.team.Store, "c1")
 	if len(log) != 1 || float64(log[0].Version) != w.versions[0]+1 {
 		t.Errorf("the handoff's version %d; the tool saw %v", log[0].Version, w.versions)

@@ -395,3 +395,135 @@ func TestConversationsAcrossProcesses(t *testing.T) {
 		}
 	}
 }
+
+// The extension points, the control over tools and the model request hold
+// when the tools are in another process: an extension's meta reaches the
+// tool agent across the broker, its Result hook sees and rewrites that
+// agent's answer, its own tool is offered and called beside the catalog's,
+// its Answer hook changes what the user hears; a denied agent of the other
+// process is never offered; the parameters reach the model, the answer
+// streams, and the usage is summed for the conversation.
+func TestExtensionsAcrossProcesses(t *testing.T) {
+	bin := buildPeer(t)
+	ex := amqptest.Exchange(t)
+	sp := amqptest.NewSpace(t, amqpspace.Config{Exchange: ex})
+	ctx, cancel := context.WithTimeout(context.Background(), peerTimeout)
+	defer cancel()
+	userID, asstID := amqptest.Name("User"), amqptest.Name("Assistant")
+	keptID, deniedID := amqptest.Name("Kept"), amqptest.Name("Denied")
+	p := startPeer(t, bin, "-exchange", ex, "-tools", keptID+","+deniedID)
+
+	var mu sync.Mutex
+	var results []string
+	var streamed strings.Builder
+	var sum Usage
+	ext := Extension{
+		Before: func(_ context.Context, _ *Turn, r *Request) error {
+			r.Meta = map[string]any{"ticket": "T-42"}
+			r.Tools = append(r.Tools, Tool{Name: "lookup", Description: "Looks a ticket up"})
+			return nil
+		},
+		Call: func(_ context.Context, _ *Turn, c ToolCall) (string, error) {
+			return "ticket T-42 is open", nil
+		},
+		Result: func(_ context.Context, _ *Turn, r *Result) error {
+			mu.Lock()
+			results = append(results, r.Agent+"."+r.Action+" → "+r.Content)
+			mu.Unlock()
+			r.Content = strings.ToUpper(r.Content)
+			return nil
+		},
+		Answer: func(_ context.Context, _ *Turn, a *Answer) error {
+			a.Text += " (checked)"
+			return nil
+		},
+	}
+	srv := openaitest.NewServer(t)
+	user := newListener(userID)
+	llm, err := New(asstID, APIKey("k"), BaseURL(srv.URL), HTTPClient(srv.Client()), Retries(0, 0),
+		Rediscover(0, 300*time.Millisecond), CallTimeout(peerTimeout), Extend(ext), Deny(deniedID),
+		Temperature(0.25), Seed(7), MaxTokens(100),
+		Stream(func(_ context.Context, c Chunk) {
+			mu.Lock()
+			defer mu.Unlock()
+			if c.Answer || !c.Done {
+				streamed.WriteString(c.Text)
+			}
+		}),
+		OnUsage(func(_ context.Context, _ string, _, s Usage) { mu.Lock(); sum = s; mu.Unlock() }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &fixture{t: t, ctx: ctx, llm: llm}
+	for _, a := range []*agency.Agent{user.Agent, llm.Agent()} {
+		if err := sp.Add(ctx, a); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f.waitCatalog(func(agents map[string][]toolSpec) bool { _, ok := agents[keptID]; return ok })
+
+	srv.Add(
+		openaitest.Step{ToolCalls: []openaitest.ToolCall{{Name: keptID + "__echo", Arguments: `{"text":"hi"}`}, {Name: "lookup", Arguments: `{}`}}, Usage: openaitest.Usage{PromptTokens: 10, CompletionTokens: 5}},
+		openaitest.Step{Text: "all good", Usage: openaitest.Usage{PromptTokens: 20, CompletionTokens: 3}},
+	)
+	m := &agency.Message{To: asstID, Action: "say", Args: SayArgs{Content: "check my ticket"}, Meta: map[string]any{"conversation": "c1"}}
+	r, err := user.RequestMessage(ctx, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, _ := agency.Value[string](r); v != "all good (checked)" {
+		t.Errorf("the say returned %q, want the Answer hook's text", v)
+	}
+	if heard := contentOf(user.next(t, ctx)); heard != "all good (checked)" {
+		t.Errorf("the user heard %q", heard)
+	}
+
+	reqs := srv.Requests()
+	if len(reqs) != 2 {
+		t.Fatalf("%d model calls, want 2", len(reqs))
+	}
+	names := toolNamesOf(reqs[0])
+	if !slices.Contains(names, keptID+"__echo") || !slices.Contains(names, "lookup") {
+		t.Errorf("offered %v: want the other process's %s and the extension's lookup", names, keptID)
+	}
+	for _, n := range names {
+		if strings.HasPrefix(n, deniedID+"__") {
+			t.Errorf("the denied agent's %s was offered", n)
+		}
+	}
+	var body struct {
+		Temperature float64 `json:"temperature"`
+		Seed        int     `json:"seed"`
+		MaxTokens   int     `json:"max_tokens"`
+	}
+	if err := json.Unmarshal(reqs[0].Body, &body); err != nil || body.Temperature != 0.25 || body.Seed != 7 || body.MaxTokens != 100 {
+		t.Errorf("the model request had temperature %v, seed %d, max_tokens %d (%v); want 0.25, 7, 100", body.Temperature, body.Seed, body.MaxTokens, err)
+	}
+	var toolResults []string
+	for _, msg := range reqs[1].Messages {
+		if msg.Role == "tool" {
+			toolResults = append(toolResults, msg.Content)
+		}
+	}
+	if len(toolResults) != 2 || !strings.Contains(toolResults[0], " IN C1 TICKET T-42: HI") || toolResults[1] != "ticket T-42 is open" {
+		t.Errorf("the model read the tool results %q; want the other process's answer with the extension's meta, rewritten, then lookup's", toolResults)
+	}
+	if strings.Contains(toolResults[0], fmt.Sprintf("@%d ", os.Getpid())) {
+		t.Errorf("the tool ran in this process: %s", toolResults[0])
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(results) != 1 || !strings.HasPrefix(results[0], keptID+".echo → ") {
+		t.Errorf("the Result hook saw %q, want the one catalog call", results)
+	}
+	if streamed.String() != "all good" {
+		t.Errorf("streamed %q, want the model's answer", streamed.String())
+	}
+	if sum.Calls != 2 || sum.PromptTokens != 30 || sum.CompletionTokens != 8 {
+		t.Errorf("usage of the conversation %+v, want 2 calls, 30 prompt and 8 completion tokens", sum)
+	}
+	if u := llm.Usage("c1"); u != sum {
+		t.Errorf("Usage(c1) = %+v, want %+v", u, sum)
+	}
+	p.stop()
+}

@@ -178,3 +178,64 @@ func claim(ctx context.Context, st store.Store, id string, fresh idemRecord) (id
 		wait = min(wait*2, time.Second)
 	}
 }
+
+// ForgetIdempotent deletes from st the records of Idempotent whose runs
+// ended before the given time, and returns how many it deleted. Records
+// are kept until then so that a repeat of a key is answered from its
+// record; a repeat that comes after its record was forgotten runs the
+// handler again. A step is not sent again once its plan has recorded its
+// answer, so a record older than the longest a step can wait for its
+// answer (its lease, times the redeliveries) is not needed any more: a
+// program that runs for long calls this now and then, for example once
+// a day with a cutoff of a week ago. Records of runs under way are kept.
+func ForgetIdempotent(ctx context.Context, st store.Store, before time.Time) (int, error) {
+	docs, err := st.List(ctx, store.Query{Kind: kindIdem})
+	if err != nil {
+		return 0, err
+	}
+	const batch = 500
+	var gone []store.Doc
+	n := 0
+	flush := func() error {
+		if len(gone) == 0 {
+			return nil
+		}
+		err := st.Apply(ctx, store.Changes{Delete: gone})
+		if errors.Is(err, store.ErrConflict) {
+			// One of them was written meanwhile (a run took an old key
+			// again): delete the others one by one.
+			for _, d := range gone {
+				switch err := st.Apply(ctx, store.Changes{Delete: []store.Doc{d}}); {
+				case err == nil:
+					n++
+				case !errors.Is(err, store.ErrConflict):
+					return err
+				}
+			}
+			gone = gone[:0]
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		n += len(gone)
+		gone = gone[:0]
+		return nil
+	}
+	for _, d := range docs {
+		var rec idemRecord
+		if err := json.Unmarshal(d.Body, &rec); err != nil || !rec.Done || !d.Updated.Before(before) {
+			continue
+		}
+		gone = append(gone, store.Doc{Kind: d.Kind, ID: d.ID, Version: d.Version})
+		if len(gone) == batch {
+			if err := flush(); err != nil {
+				return n, err
+			}
+		}
+	}
+	if err := flush(); err != nil {
+		return n, err
+	}
+	return n, nil
+}

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/seed72275b23/agency-go/actions/plan"
 	"github.com/seed72275b23/agency-go/actions/store"
@@ -96,5 +97,67 @@ func TestIdempotent(t *testing.T) {
 	}
 	if runs.Load() != 4 {
 		t.Fatalf("deliveries without a key ran %d times, want 2", runs.Load()-2)
+	}
+}
+
+// ForgetIdempotent deletes the records of runs that ended before its
+// cutoff, and only those: a run under way keeps its claim, and a key
+// whose record was forgotten runs its handler again.
+func TestForgetIdempotent(t *testing.T) {
+	ctx := t.Context()
+	st := store.NewMemory()
+	var runs atomic.Int32
+	hold, holding := make(chan struct{}), make(chan struct{})
+	w := agency.MustNewAgent("Worker", agency.Concurrency(4))
+	agency.Handle(w, "work", plan.Idempotent(st, func(ctx context.Context, it Item) (int, error) {
+		runs.Add(1)
+		if it.N == 99 {
+			close(holding)
+			<-hold
+		}
+		return it.N, nil
+	}))
+	caller := agency.MustNewAgent("Caller")
+	sp := space.NewLocal()
+	defer sp.Close(context.Background())
+	for _, a := range []*agency.Agent{w, caller} {
+		if err := sp.Add(ctx, a); err != nil {
+			t.Fatal(err)
+		}
+	}
+	work := func(key string, n int) {
+		t.Helper()
+		m := &agency.Message{To: "Worker", Action: "work", Args: Item{N: n}, Meta: map[string]any{plan.IdempotencyKey: key}}
+		r, err := caller.RequestMessage(ctx, m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v, err := agency.Value[int](r); err != nil || v != n {
+			t.Fatalf("work(%s) = %v, %v; want %d", key, v, err, n)
+		}
+	}
+	before := time.Now().Add(-time.Hour)
+	for i, key := range []string{"a", "b", "c"} {
+		work(key, i)
+	}
+	held := make(chan struct{})
+	go func() { defer close(held); work("running", 99) }()
+	<-holding
+
+	if n, err := plan.ForgetIdempotent(ctx, st, before); err != nil || n != 0 {
+		t.Fatalf("ForgetIdempotent(an hour ago) = %d, %v; want 0", n, err)
+	}
+	if n, err := plan.ForgetIdempotent(ctx, st, time.Now().Add(time.Second)); err != nil || n != 3 {
+		t.Fatalf("ForgetIdempotent(now) = %d, %v; want the 3 ended runs", n, err)
+	}
+	close(hold)
+	<-held
+	if got := runs.Load(); got != 4 {
+		t.Fatalf("%d runs before the repeat, want 4", got)
+	}
+	work("a", 0) // forgotten: runs again
+	work("running", 99)
+	if got := runs.Load(); got != 5 {
+		t.Errorf("%d runs after repeating a forgotten key and a kept one, want 5", got)
 	}
 }

@@ -49,39 +49,11 @@ func TestBrowser(t *testing.T) {
 		}},
 		openaitest.Step{Text: "Revised: John's record comes later."})...)
 
-	// A fresh profile, removed once the browser is gone (it may still be
-	// writing to it when the test's own TempDir would be removed).
-	profile, err := os.MkdirTemp("", "plans-chromium-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = os.RemoveAll(profile) })
-	opts := []chromedp.ExecAllocatorOption{
-		chromedp.ExecPath(exe),
-		chromedp.UserDataDir(profile),
-		chromedp.Flag("headless", true),
-		chromedp.NoSandbox,
-		chromedp.DisableGPU,
-		chromedp.NoFirstRun,
-		chromedp.NoDefaultBrowserCheck,
-		chromedp.Flag("disable-quic", true),
-		chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true),
-		chromedp.Flag("disable-dev-shm-usage", true),
-		chromedp.WindowSize(1100, 760),
-	}
-	actx, cancelA := chromedp.NewExecAllocator(context.Background(), opts...)
-	defer cancelA()
-	ctx, cancelC := chromedp.NewContext(actx)
-	defer cancelC()
-	defer func() { _ = chromedp.Cancel(ctx) }() // closes the browser and waits for it
-	ctx, cancel := context.WithTimeout(ctx, 90*time.Second)
-	defer cancel()
+	ctx := openBrowser(t, exe)
 
 	step := func(n int) string { return `#steps tr[data-seq="` + string(rune('0'+n)) + `"]` }
 	var screenshot []byte
-	err = chromedp.Run(ctx,
+	err := chromedp.Run(ctx,
 		chromedp.Navigate(f.srv.URL+"/"),
 		chromedp.WaitVisible("#task-description", chromedp.ByQuery),
 		chromedp.SendKeys("#task-description", "Onboard Jessica Smith and John Doe", chromedp.ByQuery),
@@ -122,4 +94,81 @@ func TestBrowser(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("screenshot: %s (%d bytes)", out, len(screenshot))
+}
+
+// openBrowser starts a headless Chromium for the test and returns the
+// context to run its actions in; the browser is closed when the test ends.
+func openBrowser(t *testing.T, exe string) context.Context {
+	t.Helper()
+	// A fresh profile, removed once the browser is gone (it may still be
+	// writing to it when the test's own TempDir would be removed).
+	profile, err := os.MkdirTemp("", "plans-chromium-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(profile) })
+	opts := []chromedp.ExecAllocatorOption{
+		chromedp.ExecPath(exe),
+		chromedp.UserDataDir(profile),
+		chromedp.Flag("headless", true),
+		chromedp.NoSandbox,
+		chromedp.DisableGPU,
+		chromedp.NoFirstRun,
+		chromedp.NoDefaultBrowserCheck,
+		chromedp.Flag("disable-quic", true),
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.Flag("disable-dev-shm-usage", true),
+		chromedp.WindowSize(1100, 760),
+	}
+	actx, cancelA := chromedp.NewExecAllocator(context.Background(), opts...)
+	t.Cleanup(cancelA)
+	ctx, cancelC := chromedp.NewContext(actx)
+	t.Cleanup(cancelC)
+	t.Cleanup(func() { _ = chromedp.Cancel(ctx) }) // closes the browser and waits for it
+	ctx, cancel := context.WithTimeout(ctx, 90*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// A person answers the planner's question on the page: the question shows,
+// the answer goes to the planner, and the plan made from it can be
+// approved to completion.
+func TestBrowserClarification(t *testing.T) {
+	exe := browser(t)
+	question, answer := "What is Jessica's start date?", "2025-06-02"
+	f := newFixture(t, []planhttp.Option{planhttp.DevUser("u1")},
+		openaitest.Step{ToolCalls: []openaitest.ToolCall{{Name: "GroupChatManager__submit_plan",
+			Arguments: `{"steps":[{"agent":"HrAgent","action":"create_employee_record","args":{"name":"Jessica Smith"}}],"clarification_request":"` + question + `"}`}}},
+		openaitest.Step{Text: "I asked for the start date."},
+		openaitest.Step{Func: func(r openaitest.Request) openaitest.Step {
+			if !strings.Contains(r.Messages[len(r.Messages)-1].Content, answer) {
+				t.Errorf("the planner's request lacks the answer")
+			}
+			return openaitest.Step{ToolCalls: []openaitest.ToolCall{{Name: "GroupChatManager__submit_plan",
+				Arguments: `{"steps":[{"agent":"HrAgent","action":"create_employee_record","args":{"name":"Jessica Smith"},"text":"Create Jessica's record for 2025-06-02"}]}`}}}
+		}},
+		openaitest.Step{Text: "Planned for the start date."})
+	ctx := openBrowser(t, exe)
+	var shown string
+	err := chromedp.Run(ctx,
+		chromedp.Navigate(f.srv.URL+"/"),
+		chromedp.WaitVisible("#task-description", chromedp.ByQuery),
+		chromedp.SendKeys("#task-description", "Onboard Jessica Smith", chromedp.ByQuery),
+		chromedp.Click("#task-create", chromedp.ByQuery),
+		chromedp.WaitVisible("#clarification-answer", chromedp.ByQuery),
+		chromedp.Text("#clarification-question", &shown, chromedp.ByQuery),
+		chromedp.SendKeys("#clarification-answer", answer, chromedp.ByQuery),
+		chromedp.Click("#clarification-send", chromedp.ByQuery),
+		chromedp.WaitVisible(`#steps tr[data-seq="2"][data-status="awaiting_feedback"] button.approve`, chromedp.ByQuery),
+		chromedp.Click(`#steps tr[data-seq="2"] button.approve`, chromedp.ByQuery),
+		chromedp.WaitVisible(`#plan-status.s-completed`, chromedp.ByQuery),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if shown != question {
+		t.Errorf("the page showed the question %q, want %q", shown, question)
+	}
 }

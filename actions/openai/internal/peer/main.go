@@ -90,7 +90,11 @@ func serve(ctx context.Context, sp *amqpspace.Space, tools, llmID, baseURL strin
 		agency.Handle(a, "echo", func(ctx context.Context, args struct {
 			Text string `json:"text"`
 		}) (string, error) {
-			conv, _ := agency.MessageFrom(ctx).Meta["conversation"].(string)
+			meta := agency.MessageFrom(ctx).Meta
+			conv, _ := meta["conversation"].(string)
+			if ticket, ok := meta["ticket"].(string); ok { // an extension's meta
+				conv += " ticket " + ticket
+			}
 			return fmt.Sprintf("%s@%d in %s: %s", id, os.Getpid(), conv, args.Text), nil
 		}, agency.Describe("Answers the text with the agent's id, the process id and the conversation"))
 		if err := sp.Add(ctx, a); err != nil {
