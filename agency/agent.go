@@ -23,8 +23,8 @@ type Agent struct {
 	sequence      func(*Message) string
 	logger        *slog.Logger
 
-	actions map[string]*action // written only before the agent first joins a space
-	joined  atomic.Bool        // set for good on the first Connect
+	actions actionSet   // written only before the agent first joins a space
+	joined  atomic.Bool // set for good on the first Connect
 	conn    atomic.Pointer[Conn]
 }
 
@@ -263,7 +263,7 @@ func (a *Agent) RequestMessage(ctx context.Context, m *Message) (*Message, error
 		return r.m, nil
 	case <-ctx.Done():
 		return nil, requestError(ctx, m.To, m.Action)
-	case <-c.gone:
+	case <-c.goneChan():
 		return nil, fmt.Errorf("%w: removed while waiting for %q", ErrNotAdded, m.To)
 	}
 }
@@ -342,4 +342,41 @@ func convert(v any, dst any) error {
 		raw = json.RawMessage("null")
 	}
 	return json.Unmarshal(raw, dst)
+}
+
+// actionSet is an agent's actions by name: a short list for the few
+// actions most agents have (an idle agent stays small), and a map beside it
+// once there are many.
+type actionSet struct {
+	list   []*action
+	byName map[string]*action
+}
+
+// actionSetMapAt is the number of actions from which a lookup goes
+// through the map.
+const actionSetMapAt = 9
+
+func (s *actionSet) get(name string) *action {
+	if s.byName != nil {
+		return s.byName[name]
+	}
+	for _, act := range s.list {
+		if act.name == name {
+			return act
+		}
+	}
+	return nil
+}
+
+func (s *actionSet) add(act *action) {
+	s.list = append(s.list, act)
+	switch {
+	case s.byName != nil:
+		s.byName[act.name] = act
+	case len(s.list) >= actionSetMapAt:
+		s.byName = make(map[string]*action, len(s.list))
+		for _, a := range s.list {
+			s.byName[a.name] = a
+		}
+	}
 }

@@ -4,21 +4,144 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
+	"time"
 )
 
 // actionContext is the context a handler or hook runs with: the agent's own
 // context plus the agent and the message, in one allocation.
+//
+// A message with a deadline gives its handler a context with that deadline
+// (see newActionContext) that makes no timer unless the handler asks for Done:
+// most handlers return long before, and a timer per message costs more
+// than the rest of its delivery.
 type actionContext struct {
 	context.Context
 	conn *Conn
 	msg  *Message
+	dl   *deadline // nil: the embedded context's deadline holds
+}
+
+// deadline is the state of an action context's own deadline.
+type deadline struct {
+	at     time.Time
+	mu     sync.Mutex
+	timed  context.Context // made by the first Done: the deadline with its timer
+	cancel context.CancelFunc
+	endErr error // set by end when timed was never made
 }
 
 type ctxKey struct{}
 
+// newActionContext returns the context for m's handler, with m's deadline
+// when it has one; the two come in one allocation.
+func newActionContext(base context.Context, c *Conn, m *Message) *actionContext {
+	if m.Deadline.IsZero() {
+		return &actionContext{Context: base, conn: c, msg: m}
+	}
+	both := &struct {
+		ctx actionContext
+		dl  deadline
+	}{ctx: actionContext{Context: base, conn: c, msg: m}}
+	if pd, ok := base.Deadline(); !ok || !pd.Before(m.Deadline) {
+		both.dl.at = m.Deadline
+		both.ctx.dl = &both.dl
+	}
+	return &both.ctx
+}
+
+// end cancels the context, as the cancel function of a
+// context.WithDeadline would once the handler has returned.
+func (c *actionContext) end() {
+	dl := c.dl
+	if dl == nil {
+		return
+	}
+	dl.mu.Lock()
+	defer dl.mu.Unlock()
+	if dl.timed != nil {
+		dl.cancel()
+		return
+	}
+	if dl.endErr == nil {
+		dl.endErr = c.errLocked()
+		if dl.endErr == nil {
+			dl.endErr = context.Canceled
+		}
+	}
+}
+
+// timedLocked returns the context with the deadline's timer, made on
+// first use, or nil once the context has ended without one.
+func (c *actionContext) timedLocked() context.Context {
+	dl := c.dl
+	if dl.timed == nil && dl.endErr == nil {
+		dl.timed, dl.cancel = context.WithDeadline(c.Context, dl.at)
+	}
+	return dl.timed
+}
+
+func (c *actionContext) Deadline() (time.Time, bool) {
+	if c.dl == nil {
+		return c.Context.Deadline()
+	}
+	return c.dl.at, true
+}
+
+func (c *actionContext) Done() <-chan struct{} {
+	if c.dl == nil {
+		return c.Context.Done()
+	}
+	c.dl.mu.Lock()
+	defer c.dl.mu.Unlock()
+	if t := c.timedLocked(); t != nil {
+		return t.Done()
+	}
+	return closedChan
+}
+
+func (c *actionContext) Err() error {
+	if c.dl == nil {
+		return c.Context.Err()
+	}
+	c.dl.mu.Lock()
+	defer c.dl.mu.Unlock()
+	return c.errLocked()
+}
+
+func (c *actionContext) errLocked() error {
+	dl := c.dl
+	switch {
+	case dl.timed != nil:
+		return dl.timed.Err()
+	case dl.endErr != nil:
+		return dl.endErr
+	}
+	if err := c.Context.Err(); err != nil {
+		return err
+	}
+	if !time.Now().Before(dl.at) {
+		return context.DeadlineExceeded
+	}
+	return nil
+}
+
 func (c *actionContext) Value(key any) any {
 	if key == (ctxKey{}) {
 		return c
+	}
+	if c.dl != nil {
+		if _, internal := key.(*int); internal {
+			// The context package finds the cancelCtx to hang a child
+			// context (and context.Cause) on under a key of type *int:
+			// it must be the one that ends with the deadline.
+			c.dl.mu.Lock()
+			t := c.timedLocked()
+			c.dl.mu.Unlock()
+			if t != nil {
+				return t.Value(key)
+			}
+		}
 	}
 	return c.Context.Value(key)
 }

@@ -51,7 +51,8 @@ func (c *Conn) answerHelp(ctx context.Context, m *Message) {
 		return
 	}
 	help := map[string]json.RawMessage{}
-	for name, act := range c.agent.actions {
+	for _, act := range c.agent.actions.list {
+		name := act.name
 		if args.ActionName != "" && name != args.ActionName {
 			continue
 		}
@@ -114,9 +115,9 @@ func (a *Agent) helpEntry(act *action, access Access) (json.RawMessage, error) {
 // ActionNames returns the names of the agent's registered actions, sorted,
 // without help.
 func (a *Agent) ActionNames() []string {
-	names := make([]string, 0, len(a.actions))
-	for n := range a.actions {
-		names = append(names, n)
+	names := make([]string, 0, len(a.actions.list))
+	for _, act := range a.actions.list {
+		names = append(names, act.name)
 	}
 	slices.Sort(names)
 	return names

@@ -90,6 +90,14 @@ func (m *Message) String() string {
 // nor white space, so that no id can bind a wildcard in a topic exchange and
 // read another agent's messages.
 func ValidateID(id string) error {
+	if plainID(id) {
+		return nil
+	}
+	return validateIDSlow(id)
+}
+
+// validateIDSlow is ValidateID for any input.
+func validateIDSlow(id string) error {
 	switch {
 	case id == "":
 		return fmt.Errorf("%w: empty", ErrInvalidID)
@@ -106,6 +114,20 @@ func ValidateID(id string) error {
 		}
 	}
 	return nil
+}
+
+// plainID reports, quickly, whether id is a valid id of printable ASCII
+// (as most are); false sends ValidateID the long way.
+func plainID(id string) bool {
+	if len(id) == 0 || len(id) > 255 || (len(id) >= 4 && id[:4] == "amq.") {
+		return false
+	}
+	for i := 0; i < len(id); i++ {
+		if b := id[i]; b <= ' ' || b >= 0x7f || b == '*' || b == '#' {
+			return false
+		}
+	}
+	return true
 }
 
 // validateRecipient accepts an agent id or Broadcast.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"runtime/debug"
 	"sync"
 	"sync/atomic"
@@ -34,23 +35,37 @@ type Conn struct {
 	agent  *Agent
 	router Router
 
-	ctx    context.Context // handlers' base context; cancelled when the agent is gone
-	cancel context.CancelFunc
-	gone   chan struct{} // closed once the agent has left for good
-	done   chan struct{} // closed when the delivery loop has returned
+	// What an idle agent holds is kept small (the fields are in an order
+	// that leaves no padding): no goroutine (one is started when a message
+	// arrives to an empty queue, and returns once the queue is empty
+	// again), and the channels, the handlers' context and what only
+	// Concurrency(n) needs are made when first needed.
+	base     atomic.Pointer[baseCtx]   // the handlers' context, made on first use
+	mu       sync.Mutex                // guards the fields below, up to mb
+	gone     chan struct{}             // closed once the agent has left for good
+	done     chan struct{}             // closed once it has left and may join a space again
+	pending  map[string]pendingRequest // request id → who answers it, and where
+	surveys  map[string]*collector     // survey id → its collector, while Survey runs
+	spare    chan answer               // a Request's channel, kept for the next one
+	waiting  atomic.Int32              // Requests and Surveys under way
+	left     atomic.Bool               // what closing gone says, read without mu
+	stopped  bool                      // the handlers' context is cancelled, or will be made so
+	finished bool                      // done's state
 
-	mb  mailbox
-	seq sequencer // messages behind an earlier one of their Sequence
+	mb        mailbox
+	deliverFn func()      // c.deliver, made once: a method value allocates
+	conc      *concurrent // with Concurrency(n), n > 1; made by the delivery goroutine
 
-	pendingMu sync.Mutex
-	pending   map[string]pendingRequest // request id → who answers it, and where
-	waiting   atomic.Int32              // Requests under way, from await to forget
-	surveys   sync.Map                  // survey id → *collector, while Survey runs
-
-	startOnce sync.Once
 	leaveOnce sync.Once
 	closeOnce sync.Once
 	closeErr  error
+}
+
+// concurrent is what an agent that runs several actions at once needs.
+type concurrent struct {
+	seq     sequencer      // messages behind an earlier one of their Sequence
+	sem     chan struct{}  // a slot per running action
+	workers sync.WaitGroup // actions running beside the delivery goroutine
 }
 
 // Connect attaches a to a space whose outgoing side is r. The space calls
@@ -59,19 +74,138 @@ type Conn struct {
 // and [Conn.Close] to take it out again. An agent is in at most one space at
 // a time: a second Connect fails with ErrAlreadyAdded.
 func Connect(a *Agent, r Router) (*Conn, error) {
-	c := &Conn{agent: a, router: r, gone: make(chan struct{}), done: make(chan struct{})}
-	c.mb.wake = make(chan struct{}, 1)
+	c := &Conn{agent: a, router: r}
 	if !a.conn.CompareAndSwap(nil, c) {
 		return nil, fmt.Errorf("%w: %q", ErrAlreadyAdded, a.id)
 	}
 	a.joined.Store(true)
-	c.ctx, c.cancel = context.WithCancel(context.Background())
 	return c, nil
 }
 
-// start starts the delivery loop, once.
+// start lets arrivals start the delivery goroutine, and starts it for the
+// messages already queued.
 func (c *Conn) start() {
-	c.startOnce.Do(func() { go c.loop() })
+	if c.mb.start() {
+		c.spawn()
+	}
+}
+
+// spawn starts the delivery goroutine. The mailbox lets one caller at a
+// time do so (put, start and close hand the turn over under its lock).
+func (c *Conn) spawn() {
+	if c.deliverFn == nil {
+		c.deliverFn = c.deliver
+	}
+	go c.deliverFn()
+}
+
+// concurrent returns what Concurrency(n) needs, made on first use.
+func (c *Conn) concurrent() *concurrent {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.conc == nil {
+		c.conc = &concurrent{sem: make(chan struct{}, c.agent.concurrency)}
+	}
+	return c.conc
+}
+
+// concurrentIfAny returns what Concurrency(n) needs, or nil before it was
+// first needed.
+func (c *Conn) concurrentIfAny() *concurrent {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.conc
+}
+
+// baseCtx is the handlers' base context, cancelled when the agent is gone.
+type baseCtx struct {
+	ctx    context.Context
+	cancel context.CancelFunc
+}
+
+// baseContext returns the handlers' base context, made on first use.
+func (c *Conn) baseContext() context.Context {
+	if b := c.base.Load(); b != nil {
+		return b.ctx
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	b := c.base.Load()
+	if b == nil {
+		b = &baseCtx{}
+		b.ctx, b.cancel = context.WithCancel(context.Background())
+		if c.stopped {
+			b.cancel()
+		}
+		c.base.Store(b)
+	}
+	return b.ctx
+}
+
+// stop cancels the handlers' context.
+func (c *Conn) stop() {
+	c.mu.Lock()
+	c.stopped = true
+	if b := c.base.Load(); b != nil {
+		b.cancel()
+	}
+	c.mu.Unlock()
+}
+
+// closedChan is a channel closed from the start.
+var closedChan = func() chan struct{} {
+	ch := make(chan struct{})
+	close(ch)
+	return ch
+}()
+
+// goneChan returns a channel closed once the agent has left for good.
+func (c *Conn) goneChan() <-chan struct{} {
+	if c.left.Load() {
+		return closedChan
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.left.Load() {
+		return closedChan
+	}
+	if c.gone == nil {
+		c.gone = make(chan struct{})
+	}
+	return c.gone
+}
+
+// doneChan returns a channel closed once the agent has left and may join a
+// space again.
+func (c *Conn) doneChan() <-chan struct{} {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.finished {
+		return closedChan
+	}
+	if c.done == nil {
+		c.done = make(chan struct{})
+	}
+	return c.done
+}
+
+// finish lets the agent go, once its queue is closed and empty and its
+// actions have returned.
+func (c *Conn) finish() {
+	c.stop()
+	c.mu.Lock()
+	c.left.Store(true)
+	if c.gone != nil {
+		close(c.gone)
+	}
+	c.mu.Unlock()
+	c.agent.conn.CompareAndSwap(c, nil)
+	c.mu.Lock()
+	c.finished = true
+	if c.done != nil {
+		close(c.done)
+	}
+	c.mu.Unlock()
 }
 
 // Agent returns the connected agent.
@@ -114,8 +248,7 @@ func (c *Conn) DeliverFunc(m *Message, taken func()) error {
 		return nil
 	}
 	if m.IsResponse() {
-		if ch := c.take(m.ParentID, m.From); ch != nil {
-			ch <- answer{m: m} // buffered for exactly this one answer
+		if c.answer(m) {
 			t.fire()
 			return nil
 		}
@@ -124,13 +257,17 @@ func (c *Conn) DeliverFunc(m *Message, taken func()) error {
 			return nil
 		}
 		if !a.hooks.wantsResponses() {
-			a.logger.Debug("agency: dropping a response nobody waits for", "agent", a.id, "from", m.From, "parent_id", m.ParentID)
+			c.dropResponse(m)
 			t.fire()
 			return nil
 		}
 	}
-	if !c.mb.put(item{m: m, taken: t}) {
-		return fmt.Errorf("%w: %q is leaving the space", ErrNoRecipient, a.id)
+	ok, run := c.mb.put(item{m: m, taken: t})
+	if !ok {
+		return c.leavingError()
+	}
+	if run {
+		c.spawn()
 	}
 	if t != nil && c.waiting.Load() > 0 {
 		// The agent waits for a response: hold nothing back meanwhile.
@@ -139,6 +276,18 @@ func (c *Conn) DeliverFunc(m *Message, taken func()) error {
 		t.fire()
 	}
 	return nil
+}
+
+// The cold paths of DeliverFunc (see handle).
+
+//go:noinline
+func (c *Conn) dropResponse(m *Message) {
+	c.agent.logger.Debug("agency: dropping a response nobody waits for", "agent", c.agent.id, "from", m.From, "parent_id", m.ParentID)
+}
+
+//go:noinline
+func (c *Conn) leavingError() error {
+	return fmt.Errorf("%w: %q is leaving the space", ErrNoRecipient, c.agent.id)
 }
 
 // taker calls a space's taken function once.
@@ -183,16 +332,17 @@ func (c *Conn) BeforeRemove(ctx context.Context) {
 func (c *Conn) Close(ctx context.Context) error {
 	c.closeOnce.Do(func() {
 		c.BeforeRemove(ctx)
-		c.mb.close()
-		c.start() // a loop that never started still has to drain and let go
+		if c.mb.close() {
+			c.spawn() // an idle agent still has to let go
+		}
 		if ac := fromContext(ctx); ac != nil && ac.conn == c && ac.msg != nil {
 			return // from inside an action: waiting would wait for ourselves
 		}
 		select {
-		case <-c.done:
+		case <-c.doneChan():
 		case <-ctx.Done():
 			c.closeErr = ctx.Err()
-			c.cancel()
+			c.stop()
 			c.mb.discard()
 		}
 	})
@@ -215,13 +365,17 @@ type answer struct {
 // await registers a request id, sent to the agent with id from, whose first
 // response the caller will read from the returned channel.
 func (c *Conn) await(id, from string) chan answer {
-	ch := make(chan answer, 1)
-	c.pendingMu.Lock()
+	c.mu.Lock()
+	ch := c.spare
+	c.spare = nil
+	if ch == nil {
+		ch = make(chan answer, 1)
+	}
 	if c.pending == nil {
 		c.pending = make(map[string]pendingRequest)
 	}
 	c.pending[id] = pendingRequest{from: from, ch: ch}
-	c.pendingMu.Unlock()
+	c.mu.Unlock()
 	// The response may come behind messages a space holds back until the
 	// agent takes them: take them all now, and all that come until forget.
 	c.waiting.Add(1)
@@ -233,11 +387,18 @@ func (c *Conn) await(id, from string) chan answer {
 // request with the same id has taken its place.
 func (c *Conn) forget(id string, ch chan answer) {
 	c.waiting.Add(-1)
-	c.pendingMu.Lock()
+	c.mu.Lock()
 	if p, ok := c.pending[id]; ok && p.ch == ch {
 		delete(c.pending, id)
 	}
-	c.pendingMu.Unlock()
+	// Nothing can reach ch any more (answer and FailRequests send under
+	// mu, to pending requests): keep it for the next Request, empty.
+	select {
+	case <-ch:
+	default:
+	}
+	c.spare = ch
+	c.mu.Unlock()
 }
 
 // FailRequests makes every Request of the agent that is waiting for its
@@ -246,50 +407,64 @@ func (c *Conn) forget(id string, ch chan answer) {
 // than let each caller wait out its deadline for an answer that may never
 // come. Requests made afterwards are not affected. Safe for concurrent use.
 func (c *Conn) FailRequests(err error) {
-	c.pendingMu.Lock()
-	defer c.pendingMu.Unlock()
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	for id, p := range c.pending {
 		p.ch <- answer{err: err} // still pending, so nothing was sent on ch
 		delete(c.pending, id)
 	}
 }
 
-// take removes and returns the channel waiting for a response to id from
-// the agent with id from. A response from any other agent answers nothing:
-// no agent can slip its own answer into another's Request.
-func (c *Conn) take(id, from string) chan answer {
-	if id == "" {
-		return nil
+// answer hands the response m to the Request waiting for it, if any: one
+// waiting for a response to m.ParentID from the agent m comes from. A
+// response from any other agent answers nothing: no agent can slip its own
+// answer into another's Request. It sends under mu, so that once forget
+// has removed a request nothing more reaches its channel.
+func (c *Conn) answer(m *Message) bool {
+	if m.ParentID == "" {
+		return false
 	}
-	c.pendingMu.Lock()
-	p, ok := c.pending[id]
-	if ok && p.from == from {
-		delete(c.pending, id)
-	} else {
-		p.ch = nil
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	p, ok := c.pending[m.ParentID]
+	if !ok || p.from != m.From {
+		return false
 	}
-	c.pendingMu.Unlock()
-	return p.ch
+	delete(c.pending, m.ParentID)
+	p.ch <- answer{m: m} // buffered for exactly this one answer
+	return true
 }
 
-// loop handles the queue until it is closed and empty; then the agent has
-// left, and may join a space again.
-func (c *Conn) loop() {
-	defer func() {
-		c.cancel()
-		close(c.gone)
-		c.agent.conn.CompareAndSwap(c, nil)
-		close(c.done)
-	}()
-	var sem chan struct{}
-	var wg sync.WaitGroup
-	if n := c.agent.concurrency; n > 1 {
-		sem = make(chan struct{}, n)
-	}
+// deliver handles the queue until it is empty, then returns; the mailbox
+// starts it again when a message arrives. Only one runs at a time. Once
+// the queue is closed and empty, and the actions running beside it have
+// returned, the agent has left, and may join a space again.
+func (c *Conn) deliver() {
+	// Once the queue is empty, a goroutine that has answered a request,
+	// or handled more than one message, yields once before it returns, and
+	// stays if a message has come meanwhile: a caller that makes one
+	// request after another, or a sender in a burst, is served at once
+	// instead of starting a goroutine each time. One that handled a single
+	// message that takes no answer (a broadcast's) returns at once:
+	// yielding there only doubles the scheduler's work for a broadcast to
+	// many agents.
+	linger, lingered, handled := false, false, 0
 	for {
-		batch, ok := c.mb.take()
-		if !ok {
-			break
+		batch, closed := c.mb.take(lingered || !linger)
+		if batch == nil && !closed && linger && !lingered {
+			lingered = true
+			runtime.Gosched()
+			continue
+		}
+		linger, lingered = false, false
+		if batch == nil {
+			if closed {
+				if cc := c.concurrentIfAny(); cc != nil {
+					cc.workers.Wait()
+				}
+				c.finish()
+			}
+			return
 		}
 		for i := range batch {
 			it := batch[i]
@@ -298,25 +473,29 @@ func (c *Conn) loop() {
 			// free once taken, and a long batch of large messages would
 			// otherwise stay in memory behind the new ones.
 			batch[i].m = nil // release reads only taken
-			if sem == nil {
+			if handled++; handled > 1 || (!it.m.NoReply && !it.m.IsResponse()) {
+				linger = true
+			}
+			if c.agent.concurrency <= 1 {
 				it.taken.fire()
 				c.handle(it.m)
 				continue
 			}
 			var key string
+			cc := c.concurrent()
 			if c.agent.sequence != nil && !it.m.IsResponse() {
-				if key = c.agent.sequence(it.m); key != "" && c.seq.park(key, it) {
+				if key = c.agent.sequence(it.m); key != "" && cc.seq.park(key, it) {
 					continue // its turn comes when the one before it ends
 				}
 			}
-			sem <- struct{}{}
+			cc.sem <- struct{}{}
 			it.taken.fire()
-			wg.Add(1)
+			cc.workers.Add(1)
 			go func() {
-				defer func() { <-sem; wg.Done() }()
+				defer func() { <-cc.sem; cc.workers.Done() }()
 				c.handle(it.m)
 				for key != "" {
-					next, ok := c.seq.next(key)
+					next, ok := cc.seq.next(key)
 					if !ok {
 						break
 					}
@@ -327,70 +506,131 @@ func (c *Conn) loop() {
 		}
 		c.mb.recycle(batch)
 	}
-	wg.Wait()
 }
 
 // handle runs one incoming message to its end.
 func (c *Conn) handle(m *Message) {
+	// The common path is kept short, and what only some messages need is
+	// in functions of its own: the delivery goroutine starts with a small
+	// stack for each burst of messages, and a deep frame here would make
+	// it grow, and copy, that stack each time.
 	a := c.agent
-	base := c.ctx
-	if !m.Deadline.IsZero() {
-		// The caller stops waiting then: so does the handler.
-		var cancel context.CancelFunc
-		base, cancel = context.WithDeadline(base, m.Deadline)
-		defer cancel()
-	}
+	base := c.baseContext()
 	if a.hooks.trace != nil {
 		base = c.extractTrace(base, m)
 	}
-	ctx := &actionContext{Context: base, conn: c, msg: m}
-	if !m.IsResponse() && !m.Deadline.IsZero() && !time.Now().Before(m.Deadline) {
-		// Its sender has stopped waiting: running it now would act for
-		// no one (and, queued behind a backlog, long after the fact). Nor
-		// is there anyone to answer.
-		a.logger.Debug("agency: dropping a message whose deadline has passed", "agent", a.id, "from", m.From, "action", m.Action, "deadline", m.Deadline)
+	if !m.Deadline.IsZero() && !m.IsResponse() && !time.Now().Before(m.Deadline) {
+		c.dropExpired(m)
 		return
 	}
+	// The caller stops waiting at m's deadline: so does the handler.
+	ctx := newActionContext(base, c, m)
+	if ctx.dl != nil {
+		defer ctx.end()
+	}
+	switch m.Action {
+	case ResponseAction, ErrorAction, HelpAction:
+		c.handleOwn(ctx, m)
+		return
+	}
+	act := a.actions.get(m.Action)
+	if act == nil {
+		c.noSuchAction(ctx, m)
+		return
+	}
+	var approved func() (any, error) // the handler's call, with the arguments its approver saw
+	if act.approve != nil || act.cfg.policy.fn != nil || act.cfg.policy.decide(m) != Permitted {
+		var ok bool
+		if approved, ok = c.admit(ctx, act, m); !ok {
+			return
+		}
+	}
+	if a.hooks.before != nil {
+		c.beforeAction(ctx, m)
+	}
+	value, err := c.run(ctx, act, m, approved)
+	if err != nil || a.hooks.after != nil {
+		c.afterAction(ctx, m, value, err)
+		return
+	}
+	if !m.NoReply {
+		c.respond(ctx, m, value)
+	}
+}
+
+// dropExpired drops m, whose sender has stopped waiting: running it now
+// would act for no one (and, queued behind a backlog, long after the
+// fact). Nor is there anyone to answer.
+//
+//go:noinline
+func (c *Conn) dropExpired(m *Message) {
+	a := c.agent
+	a.logger.Debug("agency: dropping a message whose deadline has passed", "agent", a.id, "from", m.From, "action", m.Action, "deadline", m.Deadline)
+}
+
+// handleOwn handles the framework's own actions: responses and help.
+//
+//go:noinline
+func (c *Conn) handleOwn(ctx *actionContext, m *Message) {
+	a := c.agent
 	switch m.Action {
 	case ResponseAction:
 		if h := a.hooks.value; h != nil {
 			c.guard("HandleActionValue", func() { h.HandleActionValue(ctx, m) })
 		}
-		return
 	case ErrorAction:
 		if h := a.hooks.err; h != nil {
 			ae, _ := m.Err().(*ActionError)
 			c.guard("HandleActionError", func() { h.HandleActionError(ctx, m, ae) })
 		}
-		return
 	case HelpAction:
 		c.answerHelp(ctx, m)
-		return
 	}
-	act := a.actions[m.Action]
-	if act == nil {
-		if m.To != Broadcast {
-			c.fail(ctx, m, newActionError(ErrorNotFound, nil,
-				"%q has no action %q; send it \"help\" to list the actions it offers", a.id, m.Action))
-		}
-		return
+}
+
+// noSuchAction answers a message for an action the agent does not have.
+//
+//go:noinline
+func (c *Conn) noSuchAction(ctx *actionContext, m *Message) {
+	if m.To != Broadcast {
+		c.fail(ctx, m, newActionError(ErrorNotFound, nil,
+			"%q has no action %q; send it \"help\" to list the actions it offers", c.agent.id, m.Action))
 	}
-	var approved func() (any, error) // the handler's call, with the arguments its approver saw
+}
+
+// admit applies act's access policy to m: false when m may not run (its
+// sender has been told); otherwise, for an action given Approve whose
+// approver was asked, the handler's call with the arguments it saw.
+//
+//go:noinline
+func (c *Conn) admit(ctx *actionContext, act *action, m *Message) (approved func() (any, error), ok bool) {
 	if access := c.decide(act, m); access == Requested && act.approve != nil {
 		run, ae := act.approve(ctx, m)
 		if ae != nil {
 			c.fail(ctx, m, ae)
-			return
+			return nil, false
 		}
-		approved = run
+		return run, true
 	} else if !c.permitted(ctx, access, m) {
-		c.fail(ctx, m, newActionError(ErrorPermissionDenied, nil, "%q not permitted for %q", a.id+"."+m.Action, m.From))
-		return
+		c.fail(ctx, m, newActionError(ErrorPermissionDenied, nil, "%q not permitted for %q", c.agent.id+"."+m.Action, m.From))
+		return nil, false
 	}
-	if h := a.hooks.before; h != nil {
-		c.guard("BeforeAction", func() { h.BeforeAction(ctx, m) })
-	}
-	value, err := c.run(ctx, act, m, approved)
+	return nil, true
+}
+
+// beforeAction runs the BeforeAction hook.
+//
+//go:noinline
+func (c *Conn) beforeAction(ctx *actionContext, m *Message) {
+	h := c.agent.hooks.before
+	c.guard("BeforeAction", func() { h.BeforeAction(ctx, m) })
+}
+
+// afterAction ends an action that failed, or whose agent has an
+// AfterAction hook: it runs the hook and answers m.
+//
+//go:noinline
+func (c *Conn) afterAction(ctx *actionContext, m *Message, value any, err error) {
 	var ae *ActionError
 	if err != nil {
 		// AfterAction sees the error the caller receives; it unwraps to the
@@ -403,16 +643,26 @@ func (c *Conn) handle(m *Message) {
 		}
 		err = ae
 	}
-	if h := a.hooks.after; h != nil {
+	if h := c.agent.hooks.after; h != nil {
 		c.guard("AfterAction", func() { h.AfterAction(ctx, m, value, err) })
 	}
 	if ae != nil {
 		c.fail(ctx, m, ae)
 		return
 	}
+	c.respond(ctx, m, value)
+}
+
+// respond sends an action's value back to m's sender.
+func (c *Conn) respond(ctx context.Context, m *Message, value any) {
 	if err := c.reply(ctx, m, ResponseAction, value); err != nil {
-		a.logger.Warn("agency: response not delivered", "agent", a.id, "to", m.From, "action", m.Action, "error", err)
+		c.responseLost(m, err)
 	}
+}
+
+//go:noinline
+func (c *Conn) responseLost(m *Message, err error) {
+	c.agent.logger.Warn("agency: response not delivered", "agent", c.agent.id, "to", m.From, "action", m.Action, "error", err)
 }
 
 func (c *Conn) permitted(ctx context.Context, access Access, m *Message) bool {
@@ -447,14 +697,21 @@ func (c *Conn) decide(act *action, m *Message) Access {
 func (c *Conn) run(ctx context.Context, act *action, m *Message, approved func() (any, error)) (value any, err error) {
 	defer func() {
 		if p := recover(); p != nil {
-			c.agent.logger.Error("agency: action panicked", "agent", c.agent.id, "action", m.Action, "panic", p, "stack", string(debug.Stack()))
-			value, err = nil, newActionError(ErrorActionFailed, nil, "%s.%s panicked: %v", c.agent.id, m.Action, p)
+			value, err = nil, c.panicked(m, p)
 		}
 	}()
 	if approved != nil {
 		return approved()
 	}
 	return act.run(ctx, m.Args)
+}
+
+// panicked logs an action's panic and returns the error its caller gets.
+//
+//go:noinline
+func (c *Conn) panicked(m *Message, p any) error {
+	c.agent.logger.Error("agency: action panicked", "agent", c.agent.id, "action", m.Action, "panic", p, "stack", string(debug.Stack()))
+	return newActionError(ErrorActionFailed, nil, "%s.%s panicked: %v", c.agent.id, m.Action, p)
 }
 
 // guard runs a hook, logging rather than crashing on a panic: a hook's bug
@@ -481,14 +738,12 @@ func (c *Conn) fail(ctx context.Context, m *Message, ae *ActionError) {
 func (c *Conn) reply(ctx context.Context, m *Message, action string, args any) error {
 	if m.NoReply {
 		if action == ErrorAction {
-			c.agent.logger.Debug("agency: not sending an error to a sender that takes no responses", "agent", c.agent.id, "to", m.From, "action", m.Action, "error", args)
+			c.noErrorToSender(m, args)
 		}
 		return nil
 	}
-	select {
-	case <-c.gone: // a handler's context kept past its agent's removal
-		return fmt.Errorf("%w: %q has left the space", ErrNotAdded, c.agent.id)
-	default:
+	if c.left.Load() { // a handler's context kept past its agent's removal
+		return c.leftError()
 	}
 	if ae, ok := args.(*ActionError); ok {
 		// What the caller reads: no cause, and a text of bounded size
@@ -497,13 +752,30 @@ func (c *Conn) reply(ctx context.Context, m *Message, action string, args any) e
 	}
 	r := &Message{To: m.From, From: c.agent.id, ID: NewID(), ParentID: m.ID, Action: action, Args: args}
 	if err := c.router.Route(ctx, r); err != nil {
-		if errors.Is(err, ErrNoRecipient) {
-			c.agent.logger.Debug("agency: the sender is gone; response dropped", "agent", c.agent.id, "to", m.From)
-			return nil
-		}
-		return err
+		return c.replyFailed(m, err)
 	}
 	return nil
+}
+
+// The cold paths of reply, in functions of their own (see handle).
+
+//go:noinline
+func (c *Conn) noErrorToSender(m *Message, args any) {
+	c.agent.logger.Debug("agency: not sending an error to a sender that takes no responses", "agent", c.agent.id, "to", m.From, "action", m.Action, "error", args)
+}
+
+//go:noinline
+func (c *Conn) leftError() error {
+	return fmt.Errorf("%w: %q has left the space", ErrNotAdded, c.agent.id)
+}
+
+//go:noinline
+func (c *Conn) replyFailed(m *Message, err error) error {
+	if errors.Is(err, ErrNoRecipient) {
+		c.agent.logger.Debug("agency: the sender is gone; response dropped", "agent", c.agent.id, "to", m.From)
+		return nil
+	}
+	return err
 }
 
 // mailbox is an agent's unbounded queue of incoming messages: a space never
@@ -514,8 +786,9 @@ type mailbox struct {
 	spare    []item
 	inflight []item // the batch the agent is working through
 	closed   bool
-	wake     chan struct{} // capacity 1: "the queue may have become non-empty"
-	held     atomic.Int64  // items queued or in flight whose taker has not fired
+	started  bool         // arrivals start the delivery goroutine
+	running  bool         // the delivery goroutine is under way
+	held     atomic.Int64 // items queued or in flight whose taker has not fired
 }
 
 // item is a queued message and, from a space that paces delivery, what to
@@ -525,11 +798,13 @@ type item struct {
 	taken *taker
 }
 
-func (mb *mailbox) put(it item) bool {
+// put queues it; false once the mailbox is closed. run reports that the
+// caller must start the delivery goroutine.
+func (mb *mailbox) put(it item) (ok, run bool) {
 	mb.mu.Lock()
 	if mb.closed {
 		mb.mu.Unlock()
-		return false
+		return false, false
 	}
 	if it.taken != nil {
 		mb.held.Add(1)
@@ -537,35 +812,45 @@ func (mb *mailbox) put(it item) bool {
 		it.taken.f = func() { mb.held.Add(-1); f() }
 	}
 	mb.queue = append(mb.queue, it)
-	first := len(mb.queue) == 1
+	run = mb.started && !mb.running
+	mb.running = mb.running || run
 	mb.mu.Unlock()
-	if first {
-		select {
-		case mb.wake <- struct{}{}:
-		default:
-		}
-	}
-	return true
+	return true, run
 }
 
-// take waits for messages and returns all that are queued; false once the
-// mailbox is closed and empty.
-func (mb *mailbox) take() ([]item, bool) {
+// start lets arrivals start the delivery goroutine; true when the caller
+// must start it now, for what has come already.
+func (mb *mailbox) start() bool {
 	mb.mu.Lock()
-	for len(mb.queue) == 0 {
-		if mb.closed {
-			mb.mu.Unlock()
-			return nil, false
-		}
-		mb.mu.Unlock()
-		<-mb.wake
-		mb.mu.Lock()
+	defer mb.mu.Unlock()
+	if mb.started {
+		return false
 	}
-	batch := mb.queue
+	mb.started = true
+	if !mb.running && (len(mb.queue) > 0 || mb.closed) {
+		mb.running = true
+		return true
+	}
+	return false
+}
+
+// take returns all that is queued. When nothing is, it returns nil; with
+// last, the delivery goroutine that called it must then return (the next
+// arrival starts another, unless closed, when none will); without, it
+// stays the delivery goroutine and may take again.
+func (mb *mailbox) take(last bool) (batch []item, closed bool) {
+	mb.mu.Lock()
+	defer mb.mu.Unlock()
+	if len(mb.queue) == 0 {
+		if !mb.closed && last {
+			mb.running = false
+		}
+		return nil, mb.closed
+	}
+	batch = mb.queue
 	mb.queue, mb.spare = mb.spare, nil
 	mb.inflight = batch
-	mb.mu.Unlock()
-	return batch, true
+	return batch, false
 }
 
 // recycle gives a handled batch's storage back for reuse.
@@ -589,7 +874,9 @@ func (c *Conn) releaseHeld() {
 		return
 	}
 	c.mb.release()
-	c.seq.release()
+	if cc := c.concurrentIfAny(); cc != nil {
+		cc.seq.release()
+	}
 }
 
 // release fires the taker of every message queued or in flight.
@@ -613,15 +900,18 @@ func (mb *mailbox) release() {
 	}
 }
 
-// close stops intake; take returns what is queued, then false.
-func (mb *mailbox) close() {
+// close stops intake; the delivery goroutine handles what is queued, then
+// lets the agent go. true when the caller must start that goroutine.
+func (mb *mailbox) close() bool {
 	mb.mu.Lock()
+	defer mb.mu.Unlock()
 	mb.closed = true
-	mb.mu.Unlock()
-	select {
-	case mb.wake <- struct{}{}:
-	default:
+	mb.started = true // a Conn closed before it was added still lets go
+	if mb.running {
+		return false
 	}
+	mb.running = true
+	return true
 }
 
 // discard drops whatever is queued; a pacing space learns that it was

@@ -116,8 +116,17 @@ func Survey(ctx context.Context, a *Agent, opts ...SurveyOption) (map[string]map
 	}
 	a.carryTrace(ctx, m)
 	col := &collector{wake: make(chan struct{}, 1)}
-	c.surveys.Store(m.ID, col)
-	defer c.surveys.Delete(m.ID)
+	c.mu.Lock()
+	if c.surveys == nil {
+		c.surveys = make(map[string]*collector)
+	}
+	c.surveys[m.ID] = col
+	c.mu.Unlock()
+	defer func() {
+		c.mu.Lock()
+		delete(c.surveys, m.ID)
+		c.mu.Unlock()
+	}()
 	c.waiting.Add(1) // a pacing space holds nothing back meanwhile
 	c.releaseHeld()
 	defer c.waiting.Add(-1)
@@ -169,7 +178,7 @@ func Survey(ctx context.Context, a *Agent, opts ...SurveyOption) (map[string]map
 			return out, nil
 		case <-ctx.Done():
 			return out, fmt.Errorf("agency: survey ended with %d answers%s: %w", len(out), bounded, requestError(ctx, Broadcast, HelpAction))
-		case <-c.gone:
+		case <-c.goneChan():
 			return out, fmt.Errorf("%w: removed while surveying the space", ErrNotAdded)
 		}
 	}
@@ -224,8 +233,11 @@ func (c *Conn) collect(m *Message) bool {
 	if !strings.HasSuffix(m.ParentID, surveySuffix) {
 		return false
 	}
-	if col, ok := c.surveys.Load(m.ParentID); ok {
-		col.(*collector).add(m)
+	c.mu.Lock()
+	col := c.surveys[m.ParentID]
+	c.mu.Unlock()
+	if col != nil {
+		col.add(m)
 	}
 	return true
 }

@@ -23,9 +23,9 @@ import (
 // more allocations breaks these tests; one that needs fewer should lower
 // the budget with it.
 const (
-	budgetOneWay          = 4  // Send of typed arguments, handled
-	budgetOneWayJSON      = 7  // Send of arguments as a JSON object, decoded strictly and handled
-	budgetRequestDeadline = 19 // Call with a context.WithTimeout made for it, answered
+	budgetOneWay          = 3  // Send of typed arguments, handled
+	budgetOneWayJSON      = 5  // Send of arguments as a JSON object, decoded strictly and handled
+	budgetRequestDeadline = 12 // Call with a context.WithTimeout made for it, answered
 )
 
 func TestAllocsPerMessage(t *testing.T) {

@@ -131,22 +131,43 @@ func (r localRouter) RouteBroadcast(_ context.Context, m *agency.Message) ([]str
 
 func (r localRouter) Route(_ context.Context, m *agency.Message) error {
 	if m.From != r.id {
-		return fmt.Errorf("%w: %q sending as %q", agency.ErrForgedSender, r.id, m.From)
+		return r.forged(m)
 	}
 	s := r.s
 	if m.To == agency.Broadcast {
-		s.mu.RLock()
-		defer s.mu.RUnlock()
-		for _, c := range s.agents {
-			_ = c.Deliver(m) // an agent on its way out misses the broadcast
-		}
+		s.broadcast(m)
 		return nil
 	}
 	s.mu.RLock()
 	c, ok := s.agents[m.To]
 	s.mu.RUnlock()
 	if !ok {
-		return fmt.Errorf("%w: %q", agency.ErrNoRecipient, m.To)
+		return noRecipient(m)
 	}
 	return c.Deliver(m)
+}
+
+// broadcast delivers m to every agent in the space.
+//
+//go:noinline
+func (s *Local) broadcast(m *agency.Message) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	for _, c := range s.agents {
+		_ = c.Deliver(m) // an agent on its way out misses the broadcast
+	}
+}
+
+// The cold paths of Route, in functions of their own: the recipient's
+// delivery goroutine may call Route (to answer), on a small stack that a
+// deep frame would make grow.
+
+//go:noinline
+func (r localRouter) forged(m *agency.Message) error {
+	return fmt.Errorf("%w: %q sending as %q", agency.ErrForgedSender, r.id, m.From)
+}
+
+//go:noinline
+func noRecipient(m *agency.Message) error {
+	return fmt.Errorf("%w: %q", agency.ErrNoRecipient, m.To)
 }
