@@ -165,30 +165,26 @@ func testSequence(e *env) {
 		send("b", i)
 		send("", i)
 	}
+	// of returns the numbers of key's steps, in the order they ran.
+	of := func(steps []step, key string) []int {
+		var ns []int
+		for _, s := range steps {
+			if s.Key == key {
+				ns = append(ns, s.N)
+			}
+		}
+		return ns
+	}
 	others := done.waitLen(e.t, "sequence b and the steps without a key to run past a's", 2*n)
-	for _, s := range others {
-		if s.Key == "a" {
-			e.t.Fatalf("step a%d ran while a0 was blocked: %v", s.N, others)
-		}
+	if a := of(others, "a"); len(a) > 0 {
+		e.t.Fatalf("steps %v of sequence a ran while a0 was blocked", a)
 	}
-	var b []int
-	for _, s := range others {
-		if s.Key == "b" {
-			b = append(b, s.N)
-		}
-	}
-	if !slices.IsSorted(b) || len(b) != n {
+	if b := of(others, "b"); !slices.IsSorted(b) || len(b) != n {
 		e.t.Errorf("sequence b ran in the order %v, want 0 … %d", b, n-1)
 	}
 	close(release)
 	all := done.waitLen(e.t, "every step", 3*n)
-	var a []int
-	for _, s := range all {
-		if s.Key == "a" {
-			a = append(a, s.N)
-		}
-	}
-	if !slices.IsSorted(a) || len(a) != n {
+	if a := of(all, "a"); !slices.IsSorted(a) || len(a) != n {
 		e.t.Errorf("sequence a ran in the order %v, want 0 … %d", a, n-1)
 	}
 	if m := g.max.Load(); m != 1 {
