@@ -229,7 +229,7 @@ func (mem *member) consumeQueues(sess *session, existing bool) (*subscription, e
 		if existing && errors.As(err, &ae) && ae.Code == amqp.NotFound {
 			return nil, errQueueGone
 		}
-		if !sess.alive() {
+		if !sess.alive() || connectionLost(err) {
 			return nil, fmt.Errorf("adding %q: %w", mem.id, ErrDisconnected)
 		}
 		return nil, fmt.Errorf("amqpspace: subscribing %q: %w", mem.id, err)
@@ -778,4 +778,15 @@ func (mem *member) stopIntake(ctx context.Context, sess *session, sub *subscript
 		}
 	}
 	return fenced
+}
+
+// connectionLost reports whether err says that the connection went away
+// under an operation, which the session may not know yet: the broker
+// closed it (a forced close, a shutdown) or the client found it closed.
+func connectionLost(err error) bool {
+	var ae *amqp.Error
+	if !errors.As(err, &ae) {
+		return false
+	}
+	return ae == amqp.ErrClosed || ae.Code == amqp.ConnectionForced
 }
