@@ -17,7 +17,8 @@ type actionConfig struct {
 	policy      policy
 	policySet   bool
 	errors      map[string]string
-	examples    []any
+	examples    []any             // as given to Example
+	encoded     []json.RawMessage // the examples' arguments, encoded by Register
 	help        json.RawMessage
 	approver    interface{ argType() reflect.Type } // an approverOf, set by Approve
 }
@@ -98,18 +99,47 @@ func CustomHelp(v any) ActionOption {
 	}
 }
 
-// action is a registered action with its types erased.
+// action is a registered action with its types erased. It is kept small
+// (an agent with one action holds one), and holds no closure of its own:
+// invoke is one function per argument and result type.
 type action struct {
-	name     string
-	cfg      actionConfig
-	args     *typeInfo
-	ret      reflect.Type
-	examples []json.RawMessage // encoded example arguments
-	// run decodes and validates args and calls the handler.
-	run func(ctx context.Context, args any) (any, error)
+	name   string
+	cfg    *actionConfig // noActionConfig for an action given no options
+	args   *typeInfo
+	ret    reflect.Type
+	agent  *Agent
+	h      any // the handler, a func(context.Context, A) (R, error)
+	invoke func(act *action, ctx context.Context, args any) (any, error)
+	// plain: arguments that come as an A need no work (see Register).
+	plain bool
 	// approve, for an action given Approve, does what run does with the
 	// approver's word in between.
 	approve approval
+}
+
+// noActionConfig is the configuration of every action registered without
+// options; it is never written to.
+var noActionConfig = &actionConfig{}
+
+// run decodes and validates args and calls the handler.
+func (act *action) run(ctx context.Context, args any) (any, error) {
+	return act.invoke(act, ctx, args)
+}
+
+// invoke is action.invoke for a handler of type func(context.Context, A)
+// (R, error).
+func invoke[A, R any](act *action, ctx context.Context, raw any) (any, error) {
+	h := act.h.(func(context.Context, A) (R, error))
+	if act.plain {
+		if v, ok := raw.(A); ok {
+			return h(ctx, v)
+		}
+	}
+	var args A
+	if err := decodeArgs(act.args, raw, &args); err != nil {
+		return nil, invalidArgsError(act.agent, act.name, err)
+	}
+	return h(ctx, args)
 }
 
 // Handle registers h as the action name of agent a, with its metadata. It
@@ -150,27 +180,32 @@ func Register[A, R any](a *Agent, name string, h func(context.Context, A) (R, er
 	if err := checkRules(info); err != nil {
 		return fmt.Errorf("agency: action %q: %w", name, err)
 	}
-	act := &action{name: name, args: info, ret: reflect.TypeFor[R]()}
-	for _, o := range opts {
-		if err := o(&act.cfg); err != nil {
-			return fmt.Errorf("agency: action %q: %w", name, err)
+	act := &action{name: name, cfg: noActionConfig, args: info, ret: reflect.TypeFor[R](), agent: a, h: h, invoke: invoke[A, R]}
+	var examples []json.RawMessage
+	if len(opts) > 0 {
+		act.cfg = new(actionConfig)
+		for _, o := range opts {
+			if err := o(act.cfg); err != nil {
+				return fmt.Errorf("agency: action %q: %w", name, err)
+			}
 		}
+		for i, ex := range act.cfg.examples {
+			var args A
+			if err := decodeArgs(info, ex, &args); err != nil {
+				return fmt.Errorf("agency: action %q: example %d: %w", name, i+1, err)
+			}
+			if text, ok := ex.(string); ok {
+				ex = json.RawMessage(text) // a JSON object as a string, not a JSON string
+			}
+			b, err := encodeArgsObject(ex)
+			if err != nil {
+				return fmt.Errorf("agency: action %q: example %d: %w", name, i+1, err)
+			}
+			examples = append(examples, b)
+		}
+		act.cfg.examples = nil
+		act.cfg.encoded = examples
 	}
-	for i, ex := range act.cfg.examples {
-		var args A
-		if err := decodeArgs(info, ex, &args); err != nil {
-			return fmt.Errorf("agency: action %q: example %d: %w", name, i+1, err)
-		}
-		if text, ok := ex.(string); ok {
-			ex = json.RawMessage(text) // a JSON object as a string, not a JSON string
-		}
-		b, err := encodeArgsObject(ex)
-		if err != nil {
-			return fmt.Errorf("agency: action %q: example %d: %w", name, i+1, err)
-		}
-		act.examples = append(act.examples, b)
-	}
-	act.cfg.examples = nil
 	if act.cfg.help == nil {
 		// Made now, so that a type help cannot describe fails here and not
 		// on the agent's goroutine when someone asks.
@@ -188,19 +223,7 @@ func Register[A, R any](a *Agent, name string, h func(context.Context, A) (R, er
 	// work when A has no rules, no required field that can be nil and no
 	// interface field: then they go to the handler as they are, without
 	// the copy on the heap that decoding needs.
-	plain := !info.validate && !info.nilable && !holdsInterface(info.typ)
-	act.run = func(ctx context.Context, raw any) (any, error) {
-		if plain {
-			if v, ok := raw.(A); ok {
-				return h(ctx, v)
-			}
-		}
-		var args A
-		if err := decodeArgs(info, raw, &args); err != nil {
-			return nil, invalidArgsError(a, name, err)
-		}
-		return h(ctx, args)
-	}
+	act.plain = !info.validate && !info.nilable && !holdsInterface(info.typ)
 	a.actions.add(act)
 	return nil
 }

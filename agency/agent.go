@@ -16,17 +16,26 @@ import (
 //
 // Its methods are safe for concurrent use.
 type Agent struct {
-	id            string
-	hooks         hookSet
-	ownBroadcasts bool
-	concurrency   int
-	sequence      func(*Message) string
-	logger        *slog.Logger
+	id string
+	*settings
 
 	actions actionSet   // written only before the agent first joins a space
 	joined  atomic.Bool // set for good on the first Connect
 	conn    atomic.Pointer[Conn]
 }
+
+// settings is what an agent's options set, read-only once the agent is
+// made. Agents made without options share defaultSettings: an idle agent
+// stays small.
+type settings struct {
+	hooks         hookSet
+	ownBroadcasts bool
+	concurrency   int
+	sequence      func(*Message) string
+	logger        *slog.Logger
+}
+
+var defaultSettings = &settings{ownBroadcasts: true, concurrency: 1, logger: discardLogger}
 
 // Option configures an agent in [NewAgent].
 type Option func(*agentConfig) error
@@ -111,24 +120,28 @@ func NewAgent(id string, opts ...Option) (*Agent, error) {
 	if err := ValidateID(id); err != nil {
 		return nil, err
 	}
+	if len(opts) == 0 {
+		return &Agent{id: id, settings: defaultSettings}, nil
+	}
 	var c agentConfig
 	for _, o := range opts {
 		if err := o(&c); err != nil {
 			return nil, err
 		}
 	}
-	a := &Agent{id: id, ownBroadcasts: true, concurrency: 1, logger: discardLogger}
-	a.hooks = resolveHooks(c.hooks)
+	st := *defaultSettings
+	st.hooks = resolveHooks(c.hooks)
 	if c.ownBroadcasts != nil {
-		a.ownBroadcasts = *c.ownBroadcasts
+		st.ownBroadcasts = *c.ownBroadcasts
 	}
 	if c.concurrency != 0 {
-		a.concurrency = c.concurrency
+		st.concurrency = c.concurrency
 	}
-	a.sequence = c.sequence
+	st.sequence = c.sequence
 	if c.logger != nil {
-		a.logger = c.logger
+		st.logger = c.logger
 	}
+	a := &Agent{id: id, settings: &st}
 	return a, nil
 }
 
@@ -349,6 +362,7 @@ func convert(v any, dst any) error {
 // once there are many.
 type actionSet struct {
 	list   []*action
+	one    [1]*action // list's storage while there is one action
 	byName map[string]*action
 }
 
@@ -369,6 +383,11 @@ func (s *actionSet) get(name string) *action {
 }
 
 func (s *actionSet) add(act *action) {
+	if s.list == nil {
+		s.one[0] = act
+		s.list = s.one[:]
+		return
+	}
 	s.list = append(s.list, act)
 	switch {
 	case s.byName != nil:

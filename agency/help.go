@@ -99,7 +99,7 @@ func (a *Agent) helpEntry(act *action, access Access) (json.RawMessage, error) {
 		desc = *act.cfg.returns
 	}
 	h.Returns = returnsSchema(act.ret, desc)
-	for _, ex := range act.examples {
+	for _, ex := range act.cfg.encoded {
 		b, err := json.Marshal(struct {
 			To     string                     `json:"to"`
 			Action map[string]json.RawMessage `json:"action"`

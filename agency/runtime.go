@@ -43,7 +43,6 @@ type Conn struct {
 	base     atomic.Pointer[baseCtx]   // the handlers' context, made on first use
 	mu       sync.Mutex                // guards the fields below, up to mb
 	gone     chan struct{}             // closed once the agent has left for good
-	done     chan struct{}             // closed once it has left and may join a space again
 	pending  map[string]pendingRequest // request id → who answers it, and where
 	surveys  map[string]*collector     // survey id → its collector, while Survey runs
 	spare    chan answer               // a Request's channel, kept for the next one
@@ -56,9 +55,25 @@ type Conn struct {
 	deliverFn func()      // c.deliver, made once: a method value allocates
 	conc      *concurrent // with Concurrency(n), n > 1; made by the delivery goroutine
 
+	closing atomic.Pointer[closing] // made when the agent starts to leave
+}
+
+// closing is what taking an agent out needs, made when that starts, so
+// that an agent that stays holds none of it.
+type closing struct {
 	leaveOnce sync.Once
 	closeOnce sync.Once
-	closeErr  error
+	err       error         // Close's
+	done      chan struct{} // closed once the agent has left and may join a space again; guarded by Conn.mu
+}
+
+// closer returns the agent's closing, made on first use.
+func (c *Conn) closer() *closing {
+	if cl := c.closing.Load(); cl != nil {
+		return cl
+	}
+	c.closing.CompareAndSwap(nil, new(closing))
+	return c.closing.Load()
 }
 
 // concurrent is what an agent that runs several actions at once needs.
@@ -183,10 +198,11 @@ func (c *Conn) doneChan() <-chan struct{} {
 	if c.finished {
 		return closedChan
 	}
-	if c.done == nil {
-		c.done = make(chan struct{})
+	cl := c.closer()
+	if cl.done == nil {
+		cl.done = make(chan struct{})
 	}
-	return c.done
+	return cl.done
 }
 
 // finish lets the agent go, once its queue is closed and empty and its
@@ -202,8 +218,8 @@ func (c *Conn) finish() {
 	c.agent.conn.CompareAndSwap(c, nil)
 	c.mu.Lock()
 	c.finished = true
-	if c.done != nil {
-		close(c.done)
+	if cl := c.closing.Load(); cl != nil && cl.done != nil {
+		close(cl.done)
 	}
 	c.mu.Unlock()
 }
@@ -310,7 +326,7 @@ func (t *taker) fire() {
 // those already on their way) calls it before [Conn.Close]; otherwise Close
 // runs it.
 func (c *Conn) BeforeRemove(ctx context.Context) {
-	c.leaveOnce.Do(func() {
+	c.closer().leaveOnce.Do(func() {
 		if h := c.agent.hooks.beforeRemove; h != nil {
 			c.guard("BeforeRemove", func() { h.BeforeRemove(&actionContext{Context: ctx, conn: c}) })
 		}
@@ -330,10 +346,11 @@ func (c *Conn) BeforeRemove(ctx context.Context) {
 // returns, and the agent leaves once its running actions and queue are done.
 // Close is idempotent.
 func (c *Conn) Close(ctx context.Context) error {
-	c.closeOnce.Do(func() {
+	cl := c.closer()
+	cl.closeOnce.Do(func() {
 		c.BeforeRemove(ctx)
 		if c.mb.close() {
-			c.spawn() // an idle agent still has to let go
+			c.letGo() // an idle agent still has to let go
 		}
 		if ac := fromContext(ctx); ac != nil && ac.conn == c && ac.msg != nil {
 			return // from inside an action: waiting would wait for ourselves
@@ -341,12 +358,31 @@ func (c *Conn) Close(ctx context.Context) error {
 		select {
 		case <-c.doneChan():
 		case <-ctx.Done():
-			c.closeErr = ctx.Err()
+			cl.err = ctx.Err()
 			c.stop()
 			c.mb.discard()
 		}
 	})
-	return c.closeErr
+	return cl.err
+}
+
+// letGo ends the agent's intake for the caller that closed its queue while
+// no delivery goroutine ran (mailbox.close returned true). With nothing
+// queued and no action running beside (an idle agent), the agent leaves at
+// once, on the caller's goroutine: closing many idle agents starts no
+// goroutine for each. Otherwise the delivery goroutine is started to
+// handle what is left.
+func (c *Conn) letGo() {
+	c.mb.mu.Lock()
+	empty := len(c.mb.queue) == 0
+	c.mb.mu.Unlock()
+	if empty && c.concurrentIfAny() == nil {
+		// Nothing can be queued any more, and no action runs: deliver
+		// finds the queue closed and empty, and lets the agent go.
+		c.deliver()
+		return
+	}
+	c.spawn()
 }
 
 // pendingRequest is a Request waiting for its first response.

@@ -31,7 +31,7 @@ func TestCarryTrace(t *testing.T) {
 	}
 	meta := map[string]any{"thoughts": "x"}
 	m := &Message{Meta: meta}
-	(&Agent{}).carryTrace(ctx, m)
+	(&Agent{settings: defaultSettings}).carryTrace(ctx, m)
 	if m.Meta[TraceparentKey] != tp || m.Meta["thoughts"] != "x" {
 		t.Errorf("meta %v", m.Meta)
 	}
@@ -40,7 +40,7 @@ func TestCarryTrace(t *testing.T) {
 	}
 	// A traceparent the sender gave in Meta is kept.
 	m = &Message{Meta: map[string]any{TraceparentKey: "mine"}}
-	(&Agent{}).carryTrace(ctx, m)
+	(&Agent{settings: defaultSettings}).carryTrace(ctx, m)
 	if m.Meta[TraceparentKey] != "mine" {
 		t.Errorf("meta %v", m.Meta)
 	}
