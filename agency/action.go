@@ -100,16 +100,14 @@ func CustomHelp(v any) ActionOption {
 }
 
 // action is a registered action with its types erased. It is kept small
-// (an agent with one action holds one), and holds no closure of its own:
-// invoke is one function per argument and result type.
+// (an agent with one action holds one), and allocates nothing but itself.
 type action struct {
-	name   string
-	cfg    *actionConfig // noActionConfig for an action given no options
-	args   *typeInfo
-	ret    reflect.Type
-	agent  *Agent
-	h      any // the handler, a func(context.Context, A) (R, error)
-	invoke func(act *action, ctx context.Context, args any) (any, error)
+	name  string
+	cfg   *actionConfig // noActionConfig for an action given no options
+	args  *typeInfo
+	ret   reflect.Type
+	agent *Agent
+	h     caller // the handler, a handlerFunc[A, R]
 	// plain: arguments that come as an A need no work (see Register).
 	plain bool
 	// approve, for an action given Approve, does what run does with the
@@ -123,13 +121,20 @@ var noActionConfig = &actionConfig{}
 
 // run decodes and validates args and calls the handler.
 func (act *action) run(ctx context.Context, args any) (any, error) {
-	return act.invoke(act, ctx, args)
+	return act.h.call(act, ctx, args)
 }
 
-// invoke is action.invoke for a handler of type func(context.Context, A)
-// (R, error).
-func invoke[A, R any](act *action, ctx context.Context, raw any) (any, error) {
-	h := act.h.(func(context.Context, A) (R, error))
+// caller calls a handler with its types erased.
+type caller interface {
+	call(act *action, ctx context.Context, args any) (any, error)
+}
+
+// handlerFunc is an action's handler. A func in an interface takes no
+// allocation, as a closure over it would.
+type handlerFunc[A, R any] func(context.Context, A) (R, error)
+
+// call decodes and validates raw as the action's arguments and calls h.
+func (h handlerFunc[A, R]) call(act *action, ctx context.Context, raw any) (any, error) {
 	if act.plain {
 		if v, ok := raw.(A); ok {
 			return h(ctx, v)
@@ -180,7 +185,7 @@ func Register[A, R any](a *Agent, name string, h func(context.Context, A) (R, er
 	if err := checkRules(info); err != nil {
 		return fmt.Errorf("agency: action %q: %w", name, err)
 	}
-	act := &action{name: name, cfg: noActionConfig, args: info, ret: reflect.TypeFor[R](), agent: a, h: h, invoke: invoke[A, R]}
+	act := &action{name: name, cfg: noActionConfig, args: info, ret: reflect.TypeFor[R](), agent: a, h: handlerFunc[A, R](h)}
 	var examples []json.RawMessage
 	if len(opts) > 0 {
 		act.cfg = new(actionConfig)
