@@ -82,3 +82,58 @@ func TestConnFailRequests(t *testing.T) {
 		t.Fatalf("a request made after FailRequests returned %v, want its response", m)
 	}
 }
+
+// CloseAll takes every agent out as Close does: an idle one, one whose
+// BeforeRemove hook runs, one with messages queued (handled before it
+// leaves), and one closed before; afterwards each can join a space again.
+func TestCloseAll(t *testing.T) {
+	ctx := context.Background()
+	route := agency.RouterFunc(func(context.Context, *agency.Message) error { return nil })
+	hook := &removeCounter{}
+	var handled atomic.Int32
+	tick := func(context.Context, struct{}) (struct{}, error) {
+		handled.Add(1)
+		return struct{}{}, nil
+	}
+	idle := agency.MustNewAgent("Idle")
+	hooked := agency.MustNewAgent("Hooked", agency.Hooks(hook))
+	busy := agency.MustNewAgent("Busy")
+	agency.Handle(busy, "tick", tick)
+	closed := agency.MustNewAgent("Closed")
+	var conns []*agency.Conn
+	for _, a := range []*agency.Agent{idle, hooked, busy, closed} {
+		c, err := agency.Connect(a, route)
+		if err != nil {
+			t.Fatal(err)
+		}
+		conns = append(conns, c)
+	}
+	for i := range 3 { // queued before the agent is Added: nothing has run them
+		if err := conns[2].Deliver(&agency.Message{To: "Busy", From: "X", ID: "m" + string(rune('0'+i)), Action: "tick", NoReply: true}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, c := range conns {
+		c.Added(ctx)
+	}
+	if err := conns[3].Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := agency.CloseAll(ctx, conns); err != nil {
+		t.Fatal(err)
+	}
+	if n := hook.n.Load(); n != 1 {
+		t.Errorf("BeforeRemove ran %d times, want 1", n)
+	}
+	if n := handled.Load(); n != 3 {
+		t.Errorf("%d queued messages handled, want 3", n)
+	}
+	for _, c := range conns {
+		if err := c.Deliver(&agency.Message{To: c.Agent().ID(), From: "X", ID: "late", Action: "tick"}); !errors.Is(err, agency.ErrNoRecipient) {
+			t.Errorf("%s: Deliver after CloseAll: %v, want ErrNoRecipient", c.Agent().ID(), err)
+		}
+		if _, err := agency.Connect(c.Agent(), route); err != nil {
+			t.Errorf("%s: Connect after CloseAll: %v", c.Agent().ID(), err)
+		}
+	}
+}

@@ -62,8 +62,9 @@ type Conn struct {
 // that an agent that stays holds none of it.
 type closing struct {
 	leaveOnce sync.Once
-	closeOnce sync.Once
-	err       error         // Close's
+	closeMu   sync.Mutex    // held by the Close under way; later ones wait
+	closed    bool          // a Close has run; guarded by closeMu
+	err       error         // its error; guarded by closeMu
 	done      chan struct{} // closed once the agent has left and may join a space again; guarded by Conn.mu
 }
 
@@ -347,23 +348,95 @@ func (c *Conn) BeforeRemove(ctx context.Context) {
 // Close is idempotent.
 func (c *Conn) Close(ctx context.Context) error {
 	cl := c.closer()
-	cl.closeOnce.Do(func() {
-		c.BeforeRemove(ctx)
-		if c.mb.close() {
-			c.letGo() // an idle agent still has to let go
-		}
-		if ac := fromContext(ctx); ac != nil && ac.conn == c && ac.msg != nil {
-			return // from inside an action: waiting would wait for ourselves
-		}
-		select {
-		case <-c.doneChan():
-		case <-ctx.Done():
-			cl.err = ctx.Err()
-			c.stop()
-			c.mb.discard()
-		}
-	})
+	cl.closeMu.Lock()
+	defer cl.closeMu.Unlock()
+	if cl.closed {
+		return cl.err
+	}
+	cl.closed = true
+	c.BeforeRemove(ctx)
+	if c.mb.close() {
+		c.letGo() // an idle agent still has to let go
+	}
+	if ac := fromContext(ctx); ac != nil && ac.conn == c && ac.msg != nil {
+		return nil // from inside an action: waiting would wait for ourselves
+	}
+	select {
+	case <-c.doneChan():
+	case <-ctx.Done():
+		cl.err = ctx.Err()
+		c.stop()
+		c.mb.discard()
+	}
 	return cl.err
+}
+
+// closeIdle does what Close does, at once, for an agent that has nothing
+// to wait for: no BeforeRemove hook, nothing queued, no delivery goroutine
+// and no action running. done is false, and nothing is done, for any
+// other agent (or a Close under way, or ctx ended), which Close must
+// take out.
+func (c *Conn) closeIdle(ctx context.Context) (done bool, err error) {
+	if c.agent.hooks.beforeRemove != nil || ctx.Err() != nil || c.concurrentIfAny() != nil {
+		return false, nil
+	}
+	cl := c.closer()
+	if !cl.closeMu.TryLock() {
+		return false, nil
+	}
+	defer cl.closeMu.Unlock()
+	if cl.closed {
+		return true, cl.err
+	}
+	if !c.mb.closeIdle() {
+		return false, nil
+	}
+	// The delivery turn is ours, and nothing can be queued any more.
+	if c.concurrentIfAny() != nil {
+		// A delivery goroutine came and went meanwhile, and its actions
+		// may still run: the next one waits for them; Close waits for it.
+		c.spawn()
+		return false, nil
+	}
+	cl.closed = true
+	c.BeforeRemove(ctx) // no hook to run: only so that none runs later
+	c.deliver()         // finds the queue closed and empty, and lets the agent go
+	return true, nil
+}
+
+// CloseAll closes every conn, as [Conn.Close] with ctx does, concurrently,
+// and returns their errors joined: what a space's Close does with its
+// agents. An idle agent with no BeforeRemove hook leaves at once, on the
+// caller's goroutine; each of the others is closed on a goroutine of its
+// own, so that closing many idle agents starts no goroutine for each.
+func CloseAll(ctx context.Context, conns []*Conn) error {
+	var (
+		wg   sync.WaitGroup
+		mu   sync.Mutex
+		errs []error
+	)
+	fail := func(err error) {
+		mu.Lock()
+		errs = append(errs, err)
+		mu.Unlock()
+	}
+	for _, c := range conns {
+		if done, err := c.closeIdle(ctx); done {
+			if err != nil {
+				fail(err)
+			}
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := c.Close(ctx); err != nil {
+				fail(err)
+			}
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
 }
 
 // letGo ends the agent's intake for the caller that closed its queue while
@@ -947,6 +1020,19 @@ func (mb *mailbox) close() bool {
 		return false
 	}
 	mb.running = true
+	return true
+}
+
+// closeIdle closes the mailbox, and gives the caller the delivery turn,
+// when nothing is queued and no delivery goroutine runs; otherwise it does
+// nothing and returns false.
+func (mb *mailbox) closeIdle() bool {
+	mb.mu.Lock()
+	defer mb.mu.Unlock()
+	if mb.closed || mb.running || len(mb.queue) > 0 {
+		return false
+	}
+	mb.closed, mb.started, mb.running = true, true, true
 	return true
 }
 

@@ -2,7 +2,6 @@ package space
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 
@@ -84,20 +83,11 @@ func (s *Local) Close(ctx context.Context) error {
 	}
 	s.mu.Unlock()
 
-	errs := make([]error, len(conns))
-	var wg sync.WaitGroup
-	for i, c := range conns {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			errs[i] = c.Close(ctx)
-		}()
-	}
-	wg.Wait()
+	err := agency.CloseAll(ctx, conns)
 	s.mu.Lock()
 	clear(s.agents)
 	s.mu.Unlock()
-	return errors.Join(errs...)
+	return err
 }
 
 // localRouter routes one agent's messages.
