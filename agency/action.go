@@ -186,7 +186,6 @@ func Register[A, R any](a *Agent, name string, h func(context.Context, A) (R, er
 		return fmt.Errorf("agency: action %q: %w", name, err)
 	}
 	act := &action{name: name, cfg: noActionConfig, args: info, ret: reflect.TypeFor[R](), agent: a, h: handlerFunc[A, R](h)}
-	var examples []json.RawMessage
 	if len(opts) > 0 {
 		act.cfg = new(actionConfig)
 		for _, o := range opts {
@@ -206,10 +205,9 @@ func Register[A, R any](a *Agent, name string, h func(context.Context, A) (R, er
 			if err != nil {
 				return fmt.Errorf("agency: action %q: example %d: %w", name, i+1, err)
 			}
-			examples = append(examples, b)
+			act.cfg.encoded = append(act.cfg.encoded, b)
 		}
 		act.cfg.examples = nil
-		act.cfg.encoded = examples
 	}
 	if act.cfg.help == nil {
 		// Made now, so that a type help cannot describe fails here and not
