@@ -24,8 +24,8 @@ import (
 // A settled delivery's acknowledgement waits, with the others of the
 // channel, while more is on its way: while a consumer of the channel has
 // deliveries in hand, or a delivery of the channel is not settled yet (an
-// agent holds it, or its consumer has not read it), up to ackBatch of them
-// and at most ackDelay. Otherwise they go at once: a lone message is
+// agent holds it, or its consumer has not read it), up to chanAcks.batch
+// of them (a quarter of Config.Prefetch) and at most ackDelay. Otherwise they go at once: a lone message is
 // acknowledged when it is taken, as ever, and a burst in batches. When
 // they go, those below every unsettled delivery go as one multiple=true
 // acknowledgement, and those above one (an agent holds an earlier
