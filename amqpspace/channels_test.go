@@ -14,12 +14,13 @@ import (
 	"github.com/seed72275b23/agency-go/space"
 )
 
-// Agents of a space share consuming channels. An agent that holds
-// deliveries it has not taken keeps them unacknowledged, however many
-// messages its neighbours on the channel take and acknowledge meanwhile:
-// the broker keeps its backlog.
+// Agents of a space share consuming channels, and their delivery tags.
+// An agent that holds deliveries it has not taken keeps them
+// unacknowledged, however many messages its neighbours on the channel take
+// and acknowledge meanwhile, in batches, with delivery tags interleaved
+// with its own and after them: the broker keeps its backlog.
 func TestNeighboursAcknowledgeOnlyTheirOwn(t *testing.T) {
-	const prefetch, total = 4, 40
+	const prefetch, total, neighbours = 4, 40, 3
 	sp := newSpace(t, amqpspace.Config{Prefetch: prefetch})
 	slow := agency.MustNewAgent(randomName("Slow"))
 	started := make(chan int, total)
@@ -34,26 +35,54 @@ func TestNeighboursAcknowledgeOnlyTheirOwn(t *testing.T) {
 		return true, nil
 	})
 	const burst = 4 * total
-	busy := agency.MustNewAgent(randomName("Busy"))
 	var ticks atomic.Int64
 	ticked := make(chan struct{})
-	agency.Handle(busy, "tick", func(context.Context, struct{}) (bool, error) {
-		if ticks.Add(1) == burst {
-			close(ticked)
-		}
-		return true, nil
-	})
+	agents := []*agency.Agent{slow}
+	for range neighbours {
+		busy := agency.MustNewAgent(randomName("Busy"))
+		agency.Handle(busy, "tick", func(context.Context, struct{}) (bool, error) {
+			if ticks.Add(1) == neighbours*burst {
+				close(ticked)
+			}
+			return true, nil
+		})
+		agents = append(agents, busy)
+	}
 	sender := agency.MustNewAgent(randomName("Sender"))
-	addAll(t, sp, slow, busy, sender) // one channel: the first 100 agents share it
+	addAll(t, sp, append(agents, sender)...) // one channel: the first 100 agents share it
 	ctx, cancel := context.WithTimeout(context.Background(), wait)
 	defer cancel()
-	for n := range total {
-		if _, err := sender.Send(ctx, slow.ID(), "work", map[string]int{"n": n}); err != nil {
-			t.Fatal(err)
+	send := func(to, action string, args any) {
+		if _, err := sender.Send(ctx, to, action, args); err != nil {
+			t.Error(err)
 		}
 	}
+	send(slow.ID(), "work", map[string]int{"n": 0})
 	if n := <-started; n != 0 {
 		t.Fatalf("the first action got %d", n)
+	}
+	// The slow agent's deliveries interleave with its neighbours': the
+	// messages go out together.
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for n := 1; n < total; n++ {
+			send(slow.ID(), "work", map[string]int{"n": n})
+		}
+	}()
+	for _, busy := range agents[1:] {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range burst / 2 {
+				send(busy.ID(), "tick", struct{}{})
+			}
+		}()
+	}
+	wg.Wait()
+	if t.Failed() {
+		t.FailNow()
 	}
 	ch := bareChannel(t)
 	held := func() {
@@ -71,17 +100,22 @@ func TestNeighboursAcknowledgeOnlyTheirOwn(t *testing.T) {
 		}
 	}
 	held()
-	// Its neighbour takes and acknowledges a burst of messages, with
+	// Its neighbours take and acknowledge the rest of their bursts, with
 	// delivery tags after the slow agent's on the same channel.
-	for range burst {
-		if _, err := sender.Send(ctx, busy.ID(), "tick", struct{}{}); err != nil {
-			t.Fatal(err)
-		}
+	for _, busy := range agents[1:] {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range burst - burst/2 {
+				send(busy.ID(), "tick", struct{}{})
+			}
+		}()
 	}
+	wg.Wait()
 	select {
 	case <-ticked:
 	case <-ctx.Done():
-		t.Fatalf("the busy agent handled %d of %d messages", ticks.Load(), burst)
+		t.Fatalf("the busy agents handled %d of %d messages", ticks.Load(), neighbours*burst)
 	}
 	time.Sleep(100 * time.Millisecond) // a wrong acknowledgement would let the broker send more
 	held()

@@ -61,19 +61,18 @@ type member struct {
 // subscription is an agent's consumers on one session.
 type subscription struct {
 	sess      *session
-	cc        *consumerConn     // the connection of cch; nil in tests
-	cch       *consumerChan     // the channel they consume on, shared with other agents
-	consumers []string          // the queues consumed so far
-	acker     amqp.Acknowledger // cch's channel, but for tests
+	cc        *consumerConn // the connection of cch; nil in tests
+	cch       *consumerChan // the channel they consume on, shared with other agents
+	consumers []string      // the queues consumed so far
 	direct    <-chan amqp.Delivery
 	broadcast <-chan amqp.Delivery
 	stopped   chan struct{}    // closed when the consumer goroutine has returned
 	acked     func(key string) // the member's record of what was acknowledged
 	closeOnce sync.Once
 
-	ackMu sync.Mutex
-	held  map[uint64]heldDelivery // handed to the agent, not yet taken
-	acks  ackState                // acks.go
+	acks *chanAcks               // cch's record of acknowledgements (acks.go); under its mu:
+	held map[uint64]heldDelivery // handed to the agent, not yet taken
+	busy bool                    // the consumer has deliveries in hand
 }
 
 // heldDelivery is a delivery whose acknowledgement waits for the agent.
@@ -106,7 +105,7 @@ func (sub *subscription) abandon() {
 		}
 		go func() {
 			for d := range in {
-				_ = d.Nack(false, true)
+				sub.putBack(d.DeliveryTag)
 				sub.uncount(d.ConsumerTag, int64(len(d.Body)))
 			}
 		}()
@@ -134,38 +133,42 @@ var maxHold = 10 * time.Minute
 // hold notes that the delivery with tag, of the message with key, waits
 // for the agent; it came to consumer, with a body of size bytes.
 func (sub *subscription) hold(tag uint64, key, consumer string, size int) {
-	sub.ackMu.Lock()
+	a := sub.acks
+	a.mu.Lock()
 	if sub.held == nil {
 		sub.held = make(map[uint64]heldDelivery)
 	}
 	sub.held[tag] = heldDelivery{key: key, since: time.Now(), consumer: consumer, size: int64(size)}
-	sub.ackMu.Unlock()
+	a.seeLocked(tag)
+	a.mu.Unlock()
 }
 
 // ack acknowledges a held delivery, once: acknowledging a tag twice would
 // close the channel. The acknowledgement may wait to go with others
 // (acks.go).
 func (sub *subscription) ack(tag uint64) {
-	sub.ackMu.Lock()
+	a := sub.acks
+	a.mu.Lock()
 	h, ok := sub.held[tag]
-	var keys []string
+	var sent []waitingAck
 	if ok {
 		delete(sub.held, tag)
-		keys = sub.settleLocked(tag, h.key)
+		sent = a.settleLocked(sub, tag, h.key)
 	}
-	sub.ackMu.Unlock()
+	a.mu.Unlock()
 	if ok {
 		sub.uncount(h.consumer, h.size)
 	}
-	sub.ackedAll(keys)
+	ackedAll(sent)
 }
 
 // releaseAll acknowledges every held delivery, or those held since before
 // cutoff when it is not zero, and sends every acknowledgement that waits.
 func (sub *subscription) releaseAll(cutoff time.Time) {
 	var done []heldDelivery
-	var keys []string
-	sub.ackMu.Lock()
+	var sent []waitingAck
+	a := sub.acks
+	a.mu.Lock()
 	tags := make([]uint64, 0, len(sub.held))
 	for tag, h := range sub.held {
 		if !cutoff.IsZero() && h.since.After(cutoff) {
@@ -178,14 +181,14 @@ func (sub *subscription) releaseAll(cutoff time.Time) {
 		h := sub.held[tag]
 		delete(sub.held, tag)
 		done = append(done, h)
-		keys = append(keys, sub.settleLocked(tag, h.key)...)
+		sent = append(sent, a.settleLocked(sub, tag, h.key)...)
 	}
-	keys = append(keys, sub.flushLocked()...)
-	sub.ackMu.Unlock()
+	sent = append(sent, a.flushLocked()...)
+	a.mu.Unlock()
 	for _, h := range done {
 		sub.uncount(h.consumer, h.size)
 	}
-	sub.ackedAll(keys)
+	ackedAll(sent)
 }
 
 func (mem *member) queues() [2]string { return [2]string{mem.id, mem.id + broadcastSuffix} }
@@ -218,8 +221,7 @@ func (mem *member) consumeQueues(sess *session, existing bool) (*subscription, e
 	if err != nil {
 		return nil, fmt.Errorf("adding %q: %w", mem.id, err)
 	}
-	sub := &subscription{sess: sess, cc: cch.cc, cch: cch, acker: cch.ch, stopped: make(chan struct{}), acked: mem.acked}
-	sub.acks.batch = max(s.cfg.Prefetch/4, 1)
+	sub := &subscription{sess: sess, cc: cch.cc, cch: cch, acks: cch.acks, stopped: make(chan struct{}), acked: mem.acked}
 	fail := func(err error) (*subscription, error) {
 		sub.abandon()
 		var ae *amqp.Error
@@ -361,10 +363,9 @@ func (mem *member) consume(sess *session, sub *subscription) {
 			}
 		}
 	}()
-	// What is settled from now on is acknowledged at once; what waits
-	// goes (and fails, the channel being closed, so that its keys are
-	// recorded as maybe acknowledged).
-	defer sub.setBusy(false)
+	// What waits goes (and fails, the channel being closed, so that its
+	// keys are recorded as maybe acknowledged).
+	defer sub.stop()
 	direct, broadcast := sub.direct, sub.broadcast
 	sweep := time.NewTicker(maxHold / 4)
 	defer sweep.Stop()

@@ -34,7 +34,7 @@ func newTestMember(t *testing.T, a *agency.Agent) (*member, *subscription) {
 	t.Cleanup(func() { _ = conn.Close(context.Background()) })
 	s := &Space{cfg: settings{Config: Config{Prefetch: 4, MaxMessageSize: 1 << 20}}, log: slog.New(slog.DiscardHandler)}
 	mem := &member{s: s, id: a.ID(), conn: conn}
-	return mem, &subscription{acker: nopAcker{}, acked: mem.acked}
+	return mem, &subscription{acks: newChanAcks(nopAcker{}, 0), acked: mem.acked}
 }
 
 // A message the broker redelivers because its acknowledgement was lost is
@@ -151,7 +151,7 @@ func (r *ackRecorder) Reject(uint64, bool) error     { return nil }
 func TestHoldIsBounded(t *testing.T) {
 	rec := &ackRecorder{}
 	var acked []string
-	sub := &subscription{acker: rec, acked: func(k string) { acked = append(acked, k) }}
+	sub := testSub(newChanAcks(rec, 0), &acked)
 	sub.hold(1, "old", "", 0)
 	sub.held[1] = heldDelivery{key: "old", since: time.Now().Add(-2 * maxHold)}
 	sub.hold(2, "young", "", 0)

@@ -77,6 +77,7 @@ type consumerChan struct {
 	cc     *consumerConn
 	ready  chan struct{} // closed once the channel is open, or failed to open
 	ch     *amqp.Channel // set before ready closes
+	acks   *chanAcks     // its acknowledgements (acks.go); set before ready closes
 	err    error         // why it did not open; set before ready closes
 	agents int           // under session.subMu
 
@@ -446,6 +447,7 @@ func (sess *session) channel() (*consumerChan, error) {
 			if cch.err = cch.ch.Qos(sess.s.cfg.Prefetch, 0, false); cch.err != nil {
 				_ = cch.ch.Close()
 			}
+			cch.acks = newChanAcks(cch.ch, max(sess.s.cfg.Prefetch/4, 1))
 		}
 		close(cch.ready)
 	}
