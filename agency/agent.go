@@ -263,8 +263,6 @@ func (a *Agent) RequestMessage(ctx context.Context, m *Message) (*Message, error
 		return r.m, nil
 	case <-ctx.Done():
 		return nil, requestError(ctx, m.To, m.Action)
-	case <-c.goneChan():
-		return nil, fmt.Errorf("%w: removed while waiting for %q", ErrNotAdded, m.To)
 	}
 }
 
@@ -318,10 +316,10 @@ func Value[R any](m *Message) (R, error) {
 	}
 	// A value from the wire is a json.RawMessage, which every interface type
 	// R would hold as it is: decode it unless an R is the raw text itself.
-	if _, raw := m.Args.(json.RawMessage); (!raw || reflect.TypeFor[R]() == reflect.TypeFor[json.RawMessage]()) && !holdsInterface(reflect.TypeFor[R]()) {
-		if v, ok := m.Args.(R); ok {
-			return v, nil
-		}
+	// (Args holds an R that is not an interface type only when it is the
+	// raw text itself, or the value is not from the wire.)
+	if v, ok := m.Args.(R); ok && !holdsInterface(reflect.TypeFor[R]()) {
+		return v, nil
 	}
 	if err := convert(m.Args, &r); err != nil {
 		return r, fmt.Errorf("agency: response value from %q is not a %v: %w", m.From, reflect.TypeFor[R](), err)

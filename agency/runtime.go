@@ -117,14 +117,26 @@ func (c *Conn) concurrentIfAny() *concurrent {
 	return c.conc
 }
 
-// baseCtx is the handlers' base context, cancelled when the agent is gone.
+// baseCtx is the context.WithCancel behind the handlers' base context.
 type baseCtx struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 }
 
-// baseContext returns the handlers' base context, made on first use.
-func (c *Conn) baseContext() context.Context {
+// handlersContext is the handlers' base context: the Conn itself, seen as
+// a context that is cancelled when the agent is gone (see stop). It costs
+// nothing until a handler waits on it (Done) or derives a cancellable
+// context from it; then a context.WithCancel, made once per agent, backs
+// it. Most handlers do neither, and a broadcast to many agents would
+// otherwise make one per agent for nothing.
+type handlersContext Conn
+
+// baseContext returns the handlers' base context.
+func (c *Conn) baseContext() context.Context { return (*handlersContext)(c) }
+
+// cancelable returns the context.WithCancel behind the handlers' context,
+// made on first use.
+func (c *Conn) cancelable() context.Context {
 	if b := c.base.Load(); b != nil {
 		return b.ctx
 	}
@@ -141,6 +153,35 @@ func (c *Conn) baseContext() context.Context {
 	}
 	return b.ctx
 }
+
+func (h *handlersContext) Deadline() (time.Time, bool) { return time.Time{}, false }
+
+func (h *handlersContext) Done() <-chan struct{} { return (*Conn)(h).cancelable().Done() }
+
+func (h *handlersContext) Err() error {
+	c := (*Conn)(h)
+	if b := c.base.Load(); b != nil {
+		return b.ctx.Err()
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.stopped {
+		return context.Canceled
+	}
+	return nil
+}
+
+func (h *handlersContext) Value(key any) any {
+	if _, internal := key.(*int); internal {
+		// The context package finds the cancelCtx to hang a child context
+		// (and context.Cause) on under a key of type *int: it must be the
+		// one whose Done this context returns.
+		return (*Conn)(h).cancelable().Value(key)
+	}
+	return nil
+}
+
+func (h *handlersContext) String() string { return "agency.handlersContext" }
 
 // stop cancels the handlers' context.
 func (c *Conn) stop() {
@@ -197,6 +238,11 @@ func (c *Conn) finish() {
 	c.left.Store(true)
 	if c.gone != nil {
 		close(c.gone)
+	}
+	// A Request still waiting ends now: its answer can no longer come.
+	for id, p := range c.pending {
+		p.ch <- answer{err: removedWhileWaiting(p.from)} // still pending, so nothing was sent on ch
+		delete(c.pending, id)
 	}
 	c.mu.Unlock()
 	c.agent.conn.CompareAndSwap(c, nil)
@@ -363,13 +409,21 @@ type answer struct {
 }
 
 // await registers a request id, sent to the agent with id from, whose first
-// response the caller will read from the returned channel.
+// response the caller will read from the returned channel; or the error
+// that ends the wait instead (see FailRequests, and finish: once the agent
+// has left the space, at once).
 func (c *Conn) await(id, from string) chan answer {
 	c.mu.Lock()
 	ch := c.spare
 	c.spare = nil
 	if ch == nil {
 		ch = make(chan answer, 1)
+	}
+	if c.left.Load() {
+		// The agent has left: no answer can come (see finish).
+		ch <- answer{err: removedWhileWaiting(from)}
+		c.mu.Unlock()
+		return ch
 	}
 	if c.pending == nil {
 		c.pending = make(map[string]pendingRequest)
@@ -399,6 +453,14 @@ func (c *Conn) forget(id string, ch chan answer) {
 	}
 	c.spare = ch
 	c.mu.Unlock()
+}
+
+// removedWhileWaiting is the error of a Request whose agent left the
+// space before the answer from the agent with id to came.
+//
+//go:noinline
+func removedWhileWaiting(to string) error {
+	return fmt.Errorf("%w: removed while waiting for %q", ErrNotAdded, to)
 }
 
 // FailRequests makes every Request of the agent that is waiting for its
@@ -519,7 +581,7 @@ func (c *Conn) handle(m *Message) {
 	if a.hooks.trace != nil {
 		base = c.extractTrace(base, m)
 	}
-	if !m.Deadline.IsZero() && !m.IsResponse() && !time.Now().Before(m.Deadline) {
+	if !m.Deadline.IsZero() && !m.IsResponse() && time.Until(m.Deadline) <= 0 {
 		c.dropExpired(m)
 		return
 	}
