@@ -171,3 +171,66 @@ func TestConnHandlerContextEndsOnRemoval(t *testing.T) {
 	defer cancel()
 	<-child.Done()
 }
+
+type askArgs struct{ N int }
+
+// Many Requests waiting at once each get their own response, in whatever
+// order the responses come, and only from the agent asked; so do a few
+// afterwards.
+func TestConnManyRequestsWaiting(t *testing.T) {
+	for _, n := range []int{40, 3} {
+		sent := make(chan *agency.Message, n)
+		a := agency.MustNewAgent("Asker")
+		c, err := agency.Connect(a, agency.RouterFunc(func(_ context.Context, m *agency.Message) error {
+			sent <- m
+			return nil
+		}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.Added(context.Background())
+		type result struct {
+			i   int
+			got int
+			err error
+		}
+		results := make(chan result, n)
+		for i := range n {
+			go func() {
+				got, err := agency.Call[int](callCtx(t), a, "Other", "ask", askArgs{N: i})
+				results <- result{i, got, err}
+			}()
+		}
+		reqs := make([]*agency.Message, 0, n)
+		for range n {
+			select {
+			case m := <-sent:
+				reqs = append(reqs, m)
+			case r := <-results:
+				t.Fatalf("request %d ended before its response: %d, %v", r.i, r.got, r.err)
+			}
+		}
+		for k := len(reqs) - 1; k >= 0; k-- {
+			req := reqs[k]
+			// An answer from another agent answers nothing (it goes to the
+			// hooks, of which Asker has none).
+			forged := &agency.Message{To: "Asker", From: "Mallory", ID: "f" + req.ID, ParentID: req.ID, Action: agency.ResponseAction, Args: -1}
+			if err := c.Deliver(forged); err != nil {
+				t.Fatal(err)
+			}
+			r := &agency.Message{To: "Asker", From: "Other", ID: "r" + req.ID, ParentID: req.ID, Action: agency.ResponseAction, Args: req.Args.(askArgs).N}
+			if err := c.Deliver(r); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for range n {
+			r := <-results
+			if r.err != nil || r.got != r.i {
+				t.Errorf("%d requests: request %d got %d, %v", n, r.i, r.got, r.err)
+			}
+		}
+		if err := c.Close(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+}

@@ -44,7 +44,7 @@ type Conn struct {
 	mu       sync.Mutex                // guards the fields below, up to mb
 	gone     chan struct{}             // closed once the agent has left for good
 	done     chan struct{}             // closed once it has left and may join a space again
-	pending  map[string]pendingRequest // request id → who answers it, and where
+	pending  *pendingSet               // the Requests waiting for their response
 	surveys  map[string]*collector     // survey id → its collector, while Survey runs
 	spare    chan answer               // a Request's channel, kept for the next one
 	waiting  atomic.Int32              // Requests and Surveys under way
@@ -240,10 +240,9 @@ func (c *Conn) finish() {
 		close(c.gone)
 	}
 	// A Request still waiting ends now: its answer can no longer come.
-	for id, p := range c.pending {
+	c.pending.drain(func(p pendingRequest) {
 		p.ch <- answer{err: removedWhileWaiting(p.from)} // still pending, so nothing was sent on ch
-		delete(c.pending, id)
-	}
+	})
 	c.mu.Unlock()
 	c.agent.conn.CompareAndSwap(c, nil)
 	c.mu.Lock()
@@ -397,8 +396,99 @@ func (c *Conn) Close(ctx context.Context) error {
 
 // pendingRequest is a Request waiting for its first response.
 type pendingRequest struct {
+	id   string      // the request's message id
 	from string      // the recipient: only its response answers the request
 	ch   chan answer // buffered for exactly one answer
+}
+
+// pendingSet is the Requests of an agent waiting for their first
+// response, one per request id: a short list for the few an agent has at a
+// time (cheaper than a map's hashing, three times per Request), and a map
+// while there are many.
+type pendingSet struct {
+	list []pendingRequest
+	byID map[string]pendingRequest
+}
+
+// pendingMapAt is the number of waiting Requests from which they are kept
+// in the map.
+const pendingMapAt = 16
+
+// put adds p, in place of a request with the same id, if any.
+func (s *pendingSet) put(p pendingRequest) {
+	if s.byID != nil {
+		s.byID[p.id] = p
+		return
+	}
+	for i := range s.list {
+		if s.list[i].id == p.id {
+			s.list[i] = p
+			return
+		}
+	}
+	if len(s.list) < pendingMapAt {
+		s.list = append(s.list, p)
+		return
+	}
+	s.byID = make(map[string]pendingRequest, 2*pendingMapAt)
+	for _, q := range s.list {
+		s.byID[q.id] = q
+	}
+	clear(s.list)
+	s.list = s.list[:0]
+	s.byID[p.id] = p
+}
+
+// take removes and returns the request with the given id, unless it was
+// sent to another agent than from, or waits on another channel than ch
+// (an empty from, a nil ch: any).
+func (s *pendingSet) take(id, from string, ch chan answer) (pendingRequest, bool) {
+	if s == nil {
+		return pendingRequest{}, false
+	}
+	match := func(p pendingRequest) bool {
+		return (from == "" || p.from == from) && (ch == nil || p.ch == ch)
+	}
+	if s.byID != nil {
+		p, ok := s.byID[id]
+		if !ok || !match(p) {
+			return pendingRequest{}, false
+		}
+		delete(s.byID, id)
+		if len(s.byID) == 0 {
+			s.byID = nil // back to the list
+		}
+		return p, true
+	}
+	for i := range s.list {
+		if p := s.list[i]; p.id == id {
+			if !match(p) {
+				return pendingRequest{}, false
+			}
+			last := len(s.list) - 1
+			s.list[i] = s.list[last]
+			s.list[last] = pendingRequest{}
+			s.list = s.list[:last]
+			return p, true
+		}
+	}
+	return pendingRequest{}, false
+}
+
+// drain removes every request, calling f for each.
+func (s *pendingSet) drain(f func(pendingRequest)) {
+	if s == nil {
+		return
+	}
+	for _, p := range s.list {
+		f(p)
+	}
+	clear(s.list)
+	s.list = s.list[:0]
+	for _, p := range s.byID {
+		f(p)
+	}
+	s.byID = nil
 }
 
 // answer ends a pending Request: its first response, or the error that
@@ -426,9 +516,9 @@ func (c *Conn) await(id, from string) chan answer {
 		return ch
 	}
 	if c.pending == nil {
-		c.pending = make(map[string]pendingRequest)
+		c.pending = &pendingSet{}
 	}
-	c.pending[id] = pendingRequest{from: from, ch: ch}
+	c.pending.put(pendingRequest{id: id, from: from, ch: ch})
 	c.mu.Unlock()
 	// The response may come behind messages a space holds back until the
 	// agent takes them: take them all now, and all that come until forget.
@@ -442,9 +532,7 @@ func (c *Conn) await(id, from string) chan answer {
 func (c *Conn) forget(id string, ch chan answer) {
 	c.waiting.Add(-1)
 	c.mu.Lock()
-	if p, ok := c.pending[id]; ok && p.ch == ch {
-		delete(c.pending, id)
-	}
+	c.pending.take(id, "", ch)
 	// Nothing can reach ch any more (answer and FailRequests send under
 	// mu, to pending requests): keep it for the next Request, empty.
 	select {
@@ -471,10 +559,9 @@ func removedWhileWaiting(to string) error {
 func (c *Conn) FailRequests(err error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	for id, p := range c.pending {
+	c.pending.drain(func(p pendingRequest) {
 		p.ch <- answer{err: err} // still pending, so nothing was sent on ch
-		delete(c.pending, id)
-	}
+	})
 }
 
 // answer hands the response m to the Request waiting for it, if any: one
@@ -488,11 +575,10 @@ func (c *Conn) answer(m *Message) bool {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	p, ok := c.pending[m.ParentID]
-	if !ok || p.from != m.From {
+	p, ok := c.pending.take(m.ParentID, m.From, nil)
+	if !ok {
 		return false
 	}
-	delete(c.pending, m.ParentID)
 	p.ch <- answer{m: m} // buffered for exactly this one answer
 	return true
 }
