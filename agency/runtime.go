@@ -40,17 +40,17 @@ type Conn struct {
 	// arrives to an empty queue, and returns once the queue is empty
 	// again), and the channels, the handlers' context and what only
 	// Concurrency(n) needs are made when first needed.
-	base     atomic.Pointer[baseCtx]   // the handlers' context, made on first use
-	mu       sync.Mutex                // guards the fields below, up to mb
-	gone     chan struct{}             // closed once the agent has left for good
-	done     chan struct{}             // closed once it has left and may join a space again
-	pending  *pendingSet               // the Requests waiting for their response
-	surveys  map[string]*collector     // survey id → its collector, while Survey runs
-	spare    chan answer               // a Request's channel, kept for the next one
-	waiting  atomic.Int32              // Requests and Surveys under way
-	left     atomic.Bool               // what closing gone says, read without mu
-	stopped  bool                      // the handlers' context is cancelled, or will be made so
-	finished bool                      // done's state
+	base     atomic.Pointer[baseCtx] // what cancels the handlers' context, made when one waits on it
+	mu       sync.Mutex              // guards the fields below, up to mb
+	gone     chan struct{}           // closed once the agent has left for good
+	done     chan struct{}           // closed once it has left and may join a space again
+	pending  *pendingSet             // the Requests waiting for their response
+	surveys  map[string]*collector   // survey id → its collector, while Survey runs
+	spare    chan answer             // a Request's channel, kept for the next one
+	waiting  atomic.Int32            // Requests and Surveys under way
+	left     atomic.Bool             // what closing gone says, read without mu
+	stopped  bool                    // the handlers' context is cancelled, or will be made so
+	finished bool                    // done's state
 
 	mb        mailbox
 	deliverFn func()      // c.deliver, made once: a method value allocates
