@@ -28,7 +28,7 @@ import (
 const (
 	budgetOneWay          = 3  // Send of typed arguments, handled
 	budgetOneWayJSON      = 5  // Send of arguments as a JSON object, decoded strictly and handled
-	budgetRequestDeadline = 12 // Call with a context.WithTimeout made for it, answered
+	budgetRequestDeadline = 11 // Call with a context.WithTimeout made for it, answered
 
 	// Per recipient of a broadcast (the message itself is shared).
 	budgetBroadcastFirst = 3 // the first message an agent gets: its delivery goroutine's function, its queue, the handler's context
