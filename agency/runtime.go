@@ -439,40 +439,50 @@ func (s *pendingSet) put(p pendingRequest) {
 	s.byID[p.id] = p
 }
 
-// take removes and returns the request with the given id, unless it was
-// sent to another agent than from, or waits on another channel than ch
-// (an empty from, a nil ch: any).
-func (s *pendingSet) take(id, from string, ch chan answer) (pendingRequest, bool) {
+// take removes the request with the given id and returns its channel,
+// unless it was sent to another agent than from, or waits on another
+// channel than ch (an empty from, a nil ch: any); nil when none is taken.
+// Its frame, and answer's, are kept small: they are the deepest of a
+// delivery goroutine that answers a request in process, which starts on a
+// small stack (see handle).
+func (s *pendingSet) take(id, from string, ch chan answer) chan answer {
 	if s == nil {
-		return pendingRequest{}, false
-	}
-	match := func(p pendingRequest) bool {
-		return (from == "" || p.from == from) && (ch == nil || p.ch == ch)
+		return nil
 	}
 	if s.byID != nil {
-		p, ok := s.byID[id]
-		if !ok || !match(p) {
-			return pendingRequest{}, false
-		}
-		delete(s.byID, id)
-		if len(s.byID) == 0 {
-			s.byID = nil // back to the list
-		}
-		return p, true
+		return s.takeMapped(id, from, ch)
 	}
 	for i := range s.list {
-		if p := s.list[i]; p.id == id {
-			if !match(p) {
-				return pendingRequest{}, false
-			}
-			last := len(s.list) - 1
-			s.list[i] = s.list[last]
-			s.list[last] = pendingRequest{}
-			s.list = s.list[:last]
-			return p, true
+		p := &s.list[i]
+		if p.id != id {
+			continue
 		}
+		if (from != "" && p.from != from) || (ch != nil && p.ch != ch) {
+			return nil
+		}
+		got := p.ch
+		last := len(s.list) - 1
+		s.list[i] = s.list[last]
+		s.list[last] = pendingRequest{}
+		s.list = s.list[:last]
+		return got
 	}
-	return pendingRequest{}, false
+	return nil
+}
+
+// takeMapped is take while the requests are in the map.
+//
+//go:noinline
+func (s *pendingSet) takeMapped(id, from string, ch chan answer) chan answer {
+	p, ok := s.byID[id]
+	if !ok || (from != "" && p.from != from) || (ch != nil && p.ch != ch) {
+		return nil
+	}
+	delete(s.byID, id)
+	if len(s.byID) == 0 {
+		s.byID = nil // back to the list
+	}
+	return p.ch
 }
 
 // drain removes every request, calling f for each.
@@ -574,13 +584,12 @@ func (c *Conn) answer(m *Message) bool {
 		return false
 	}
 	c.mu.Lock()
-	defer c.mu.Unlock()
-	p, ok := c.pending.take(m.ParentID, m.From, nil)
-	if !ok {
-		return false
+	ch := c.pending.take(m.ParentID, m.From, nil)
+	if ch != nil {
+		ch <- answer{m: m} // buffered for exactly this one answer
 	}
-	p.ch <- answer{m: m} // buffered for exactly this one answer
-	return true
+	c.mu.Unlock()
+	return ch != nil
 }
 
 // deliver handles the queue until it is empty, then returns; the mailbox
@@ -629,31 +638,41 @@ func (c *Conn) deliver() {
 				c.handle(it.m)
 				continue
 			}
-			var key string
-			cc := c.concurrent()
-			if c.agent.sequence != nil && !it.m.IsResponse() {
-				if key = c.agent.sequence(it.m); key != "" && cc.seq.park(key, it) {
-					continue // its turn comes when the one before it ends
-				}
-			}
-			cc.sem <- struct{}{}
-			it.taken.fire()
-			cc.workers.Add(1)
-			go func() {
-				defer func() { <-cc.sem; cc.workers.Done() }()
-				c.handle(it.m)
-				for key != "" {
-					next, ok := cc.seq.next(key)
-					if !ok {
-						break
-					}
-					next.taken.fire()
-					c.handle(next.m)
-				}
-			}()
+			c.dispatch(it)
 		}
 		c.mb.recycle(batch)
 	}
+}
+
+// dispatch runs it beside the delivery goroutine, for an agent with
+// Concurrency(n), n > 1, once a slot is free and its Sequence lets it. It
+// is a function of its own so that the delivery goroutine's frame stays
+// small for the common case (see handle).
+//
+//go:noinline
+func (c *Conn) dispatch(it item) {
+	var key string
+	cc := c.concurrent()
+	if c.agent.sequence != nil && !it.m.IsResponse() {
+		if key = c.agent.sequence(it.m); key != "" && cc.seq.park(key, it) {
+			return // its turn comes when the one before it ends
+		}
+	}
+	cc.sem <- struct{}{}
+	it.taken.fire()
+	cc.workers.Add(1)
+	go func() {
+		defer func() { <-cc.sem; cc.workers.Done() }()
+		c.handle(it.m)
+		for key != "" {
+			next, ok := cc.seq.next(key)
+			if !ok {
+				break
+			}
+			next.taken.fire()
+			c.handle(next.m)
+		}
+	}()
 }
 
 // handle runs one incoming message to its end.
@@ -702,7 +721,11 @@ func (c *Conn) handle(m *Message) {
 		return
 	}
 	if !m.NoReply {
-		c.respond(ctx, m, value)
+		// respond's work, without its frame: answering a Request in
+		// process is the deepest the delivery goroutine goes.
+		if err := c.reply(ctx, m, ResponseAction, value); err != nil {
+			c.responseLost(m, err)
+		}
 	}
 }
 
