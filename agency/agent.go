@@ -276,8 +276,6 @@ func (a *Agent) RequestMessage(ctx context.Context, m *Message) (*Message, error
 		return r.m, nil
 	case <-ctx.Done():
 		return nil, requestError(ctx, m.To, m.Action)
-	case <-c.goneChan():
-		return nil, fmt.Errorf("%w: removed while waiting for %q", ErrNotAdded, m.To)
 	}
 }
 
@@ -322,20 +320,28 @@ func Call[R any](ctx context.Context, a *Agent, to, action string, args any) (R,
 // encoding/json makes (map[string]any, []any, float64, string, bool, nil),
 // never the responder's own Go types. Any other R is returned as it is.
 func Value[R any](m *Message) (R, error) {
-	var r R
 	if m.Action != ResponseAction {
+		var zero R
 		if err := m.Err(); err != nil {
-			return r, err
+			return zero, err
 		}
-		return r, fmt.Errorf("agency: Value of a %q message, not a [response]", m.Action)
+		return zero, fmt.Errorf("agency: Value of a %q message, not a [response]", m.Action)
 	}
 	// A value from the wire is a json.RawMessage, which every interface type
 	// R would hold as it is: decode it unless an R is the raw text itself.
-	if _, raw := m.Args.(json.RawMessage); (!raw || reflect.TypeFor[R]() == reflect.TypeFor[json.RawMessage]()) && !holdsInterface(reflect.TypeFor[R]()) {
-		if v, ok := m.Args.(R); ok {
-			return v, nil
-		}
+	// (Args holds an R that is not an interface type only when it is the
+	// raw text itself, or the value is not from the wire.)
+	if v, ok := m.Args.(R); ok && !holdsInterface(reflect.TypeFor[R]()) {
+		return v, nil
 	}
+	return convertValue[R](m)
+}
+
+// convertValue is Value for an R that is not handed over as it is: in a
+// function of its own, so that the R it decodes into, which escapes, is
+// made only here.
+func convertValue[R any](m *Message) (R, error) {
+	var r R
 	if err := convert(m.Args, &r); err != nil {
 		return r, fmt.Errorf("agency: response value from %q is not a %v: %w", m.From, reflect.TypeFor[R](), err)
 	}

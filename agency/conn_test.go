@@ -137,3 +137,155 @@ func TestCloseAll(t *testing.T) {
 		}
 	}
 }
+
+// A Request whose agent leaves the space while it waits ends with
+// ErrNotAdded at once, not at its deadline.
+func TestConnRequestEndsWhenRemoved(t *testing.T) {
+	sent := make(chan *agency.Message, 1)
+	a := agency.MustNewAgent("Asker")
+	c, err := agency.Connect(a, agency.RouterFunc(func(_ context.Context, m *agency.Message) error {
+		sent <- m
+		return nil
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Added(context.Background())
+	errs := make(chan error, 1)
+	go func() {
+		_, err := a.Request(context.Background(), "Other", "ask", nil)
+		errs <- err
+	}()
+	<-sent // the request is out, and waits
+	if err := c.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-errs; !errors.Is(err, agency.ErrNotAdded) {
+		t.Fatalf("Request of a removed agent: %v, want ErrNotAdded", err)
+	}
+}
+
+// The handlers' context ends when the agent is removed: whether the
+// handler waits on it, asks for its error only, or derives contexts of its
+// own from it, before or after it has ended.
+func TestConnHandlerContextEndsOnRemoval(t *testing.T) {
+	type seen struct {
+		errBefore error
+		done      <-chan struct{}
+		child     context.Context
+		cancel    context.CancelFunc // called once the parent has ended it
+		afterFunc chan struct{}
+	}
+	got := make(chan seen, 1)
+	a := agency.MustNewAgent("Worker")
+	agency.Handle(a, "work", func(ctx context.Context, _ struct{}) (struct{}, error) {
+		s := seen{errBefore: ctx.Err(), afterFunc: make(chan struct{})}
+		s.child, s.cancel = context.WithCancel(ctx)
+		s.done = ctx.Done()
+		context.AfterFunc(ctx, func() { close(s.afterFunc) })
+		got <- s
+		return struct{}{}, nil
+	})
+	var kept context.Context // a handler's context kept past its return
+	agency.Handle(a, "keep", func(ctx context.Context, _ struct{}) (struct{}, error) {
+		kept = ctx
+		return struct{}{}, nil
+	})
+	c, err := agency.Connect(a, agency.RouterFunc(func(context.Context, *agency.Message) error { return nil }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Added(context.Background())
+	if err := c.Deliver(&agency.Message{To: "Worker", From: "Boss", ID: "k", Action: "keep", NoReply: true}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Deliver(&agency.Message{To: "Worker", From: "Boss", ID: "w", Action: "work", NoReply: true}); err != nil {
+		t.Fatal(err)
+	}
+	s := <-got
+	if s.errBefore != nil {
+		t.Errorf("Err while the agent is in the space: %v", s.errBefore)
+	}
+	select {
+	case <-s.done:
+		t.Fatal("the handlers' context ended before the agent left")
+	default:
+	}
+	if err := c.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	<-s.done
+	<-s.child.Done()
+	s.cancel()
+	<-s.afterFunc
+	if err := kept.Err(); !errors.Is(err, context.Canceled) {
+		t.Errorf("Err of a kept context after removal, never waited on: %v, want context.Canceled", err)
+	}
+	<-kept.Done()
+	child, cancel := context.WithCancel(kept)
+	defer cancel()
+	<-child.Done()
+}
+
+type askArgs struct{ N int }
+
+// Many Requests waiting at once each get their own response, in whatever
+// order the responses come, and only from the agent asked; so do a few
+// afterwards.
+func TestConnManyRequestsWaiting(t *testing.T) {
+	for _, n := range []int{40, 3} {
+		sent := make(chan *agency.Message, n)
+		a := agency.MustNewAgent("Asker")
+		c, err := agency.Connect(a, agency.RouterFunc(func(_ context.Context, m *agency.Message) error {
+			sent <- m
+			return nil
+		}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.Added(context.Background())
+		type result struct {
+			i   int
+			got int
+			err error
+		}
+		results := make(chan result, n)
+		for i := range n {
+			go func() {
+				got, err := agency.Call[int](callCtx(t), a, "Other", "ask", askArgs{N: i})
+				results <- result{i, got, err}
+			}()
+		}
+		reqs := make([]*agency.Message, 0, n)
+		for range n {
+			select {
+			case m := <-sent:
+				reqs = append(reqs, m)
+			case r := <-results:
+				t.Fatalf("request %d ended before its response: %d, %v", r.i, r.got, r.err)
+			}
+		}
+		for k := len(reqs) - 1; k >= 0; k-- {
+			req := reqs[k]
+			// An answer from another agent answers nothing (it goes to the
+			// hooks, of which Asker has none).
+			forged := &agency.Message{To: "Asker", From: "Mallory", ID: "f" + req.ID, ParentID: req.ID, Action: agency.ResponseAction, Args: -1}
+			if err := c.Deliver(forged); err != nil {
+				t.Fatal(err)
+			}
+			r := &agency.Message{To: "Asker", From: "Other", ID: "r" + req.ID, ParentID: req.ID, Action: agency.ResponseAction, Args: req.Args.(askArgs).N}
+			if err := c.Deliver(r); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for range n {
+			r := <-results
+			if r.err != nil || r.got != r.i {
+				t.Errorf("%d requests: request %d got %d, %v", n, r.i, r.got, r.err)
+			}
+		}
+		if err := c.Close(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+}

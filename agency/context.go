@@ -120,7 +120,7 @@ func (c *actionContext) errLocked() error {
 	if err := c.Context.Err(); err != nil {
 		return err
 	}
-	if !time.Now().Before(dl.at) {
+	if time.Until(dl.at) <= 0 {
 		return context.DeadlineExceeded
 	}
 	return nil

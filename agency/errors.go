@@ -126,5 +126,5 @@ func expired(ctx context.Context) bool {
 		return true
 	}
 	dl, ok := ctx.Deadline()
-	return ok && !time.Now().Before(dl)
+	return ok && time.Until(dl) <= 0 // Until reads only the monotonic clock when dl has it
 }

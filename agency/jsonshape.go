@@ -18,6 +18,9 @@ var interfaceTypes sync.Map // reflect.Type → bool
 // holdsInterface reports whether a value of type t can hold an interface
 // value that encoding/json would fill in.
 func holdsInterface(t reflect.Type) bool {
+	if k := t.Kind(); k <= reflect.Complex128 || k == reflect.String {
+		return false // the common answer, without the cache's lookup
+	}
 	if v, ok := interfaceTypes.Load(t); ok {
 		return v.(bool)
 	}

@@ -40,16 +40,16 @@ type Conn struct {
 	// arrives to an empty queue, and returns once the queue is empty
 	// again), and the channels, the handlers' context and what only
 	// Concurrency(n) needs are made when first needed.
-	base     atomic.Pointer[baseCtx]   // the handlers' context, made on first use
-	mu       sync.Mutex                // guards the fields below, up to mb
-	gone     chan struct{}             // closed once the agent has left for good
-	pending  map[string]pendingRequest // request id → who answers it, and where
-	surveys  map[string]*collector     // survey id → its collector, while Survey runs
-	spare    chan answer               // a Request's channel, kept for the next one
-	waiting  atomic.Int32              // Requests and Surveys under way
-	left     atomic.Bool               // what closing gone says, read without mu
-	stopped  bool                      // the handlers' context is cancelled, or will be made so
-	finished bool                      // done's state
+	base     atomic.Pointer[baseCtx] // what cancels the handlers' context, made when one waits on it
+	mu       sync.Mutex              // guards the fields below, up to mb
+	gone     chan struct{}           // closed once the agent has left for good
+	pending  *pendingSet             // the Requests waiting for their response
+	surveys  map[string]*collector   // survey id → its collector, while Survey runs
+	spare    chan answer             // a Request's channel, kept for the next one
+	waiting  atomic.Int32            // Requests and Surveys under way
+	left     atomic.Bool             // what closing gone says, read without mu
+	stopped  bool                    // the handlers' context is cancelled, or will be made so
+	finished bool                    // done's state
 
 	mb        mailbox
 	deliverFn func()      // c.deliver, made once: a method value allocates
@@ -133,14 +133,26 @@ func (c *Conn) concurrentIfAny() *concurrent {
 	return c.conc
 }
 
-// baseCtx is the handlers' base context, cancelled when the agent is gone.
+// baseCtx is the context.WithCancel behind the handlers' base context.
 type baseCtx struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 }
 
-// baseContext returns the handlers' base context, made on first use.
-func (c *Conn) baseContext() context.Context {
+// handlersContext is the handlers' base context: the Conn itself, seen as
+// a context that is cancelled when the agent is gone (see stop). It costs
+// nothing until a handler waits on it (Done) or derives a cancellable
+// context from it; then a context.WithCancel, made once per agent, backs
+// it. Most handlers do neither, and a broadcast to many agents would
+// otherwise make one per agent for nothing.
+type handlersContext Conn
+
+// baseContext returns the handlers' base context.
+func (c *Conn) baseContext() context.Context { return (*handlersContext)(c) }
+
+// cancelable returns the context.WithCancel behind the handlers' context,
+// made on first use.
+func (c *Conn) cancelable() context.Context {
 	if b := c.base.Load(); b != nil {
 		return b.ctx
 	}
@@ -157,6 +169,35 @@ func (c *Conn) baseContext() context.Context {
 	}
 	return b.ctx
 }
+
+func (h *handlersContext) Deadline() (time.Time, bool) { return time.Time{}, false }
+
+func (h *handlersContext) Done() <-chan struct{} { return (*Conn)(h).cancelable().Done() }
+
+func (h *handlersContext) Err() error {
+	c := (*Conn)(h)
+	if b := c.base.Load(); b != nil {
+		return b.ctx.Err()
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.stopped {
+		return context.Canceled
+	}
+	return nil
+}
+
+func (h *handlersContext) Value(key any) any {
+	if _, internal := key.(*int); internal {
+		// The context package finds the cancelCtx to hang a child context
+		// (and context.Cause) on under a key of type *int: it must be the
+		// one whose Done this context returns.
+		return (*Conn)(h).cancelable().Value(key)
+	}
+	return nil
+}
+
+func (h *handlersContext) String() string { return "agency.handlersContext" }
 
 // stop cancels the handlers' context.
 func (c *Conn) stop() {
@@ -215,6 +256,10 @@ func (c *Conn) finish() {
 	if c.gone != nil {
 		close(c.gone)
 	}
+	// A Request still waiting ends now: its answer can no longer come.
+	c.pending.drain(func(p pendingRequest) {
+		p.ch <- answer{err: removedWhileWaiting(p.from)} // still pending, so nothing was sent on ch
+	})
 	c.mu.Unlock()
 	c.agent.conn.CompareAndSwap(c, nil)
 	c.mu.Lock()
@@ -460,8 +505,109 @@ func (c *Conn) letGo() {
 
 // pendingRequest is a Request waiting for its first response.
 type pendingRequest struct {
+	id   string      // the request's message id
 	from string      // the recipient: only its response answers the request
 	ch   chan answer // buffered for exactly one answer
+}
+
+// pendingSet is the Requests of an agent waiting for their first
+// response, one per request id: a short list for the few an agent has at a
+// time (cheaper than a map's hashing, three times per Request), and a map
+// while there are many.
+type pendingSet struct {
+	list []pendingRequest
+	byID map[string]pendingRequest
+}
+
+// pendingMapAt is the number of waiting Requests from which they are kept
+// in the map.
+const pendingMapAt = 16
+
+// put adds p, in place of a request with the same id, if any.
+func (s *pendingSet) put(p pendingRequest) {
+	if s.byID != nil {
+		s.byID[p.id] = p
+		return
+	}
+	for i := range s.list {
+		if s.list[i].id == p.id {
+			s.list[i] = p
+			return
+		}
+	}
+	if len(s.list) < pendingMapAt {
+		s.list = append(s.list, p)
+		return
+	}
+	s.byID = make(map[string]pendingRequest, 2*pendingMapAt)
+	for _, q := range s.list {
+		s.byID[q.id] = q
+	}
+	clear(s.list)
+	s.list = s.list[:0]
+	s.byID[p.id] = p
+}
+
+// take removes the request with the given id and returns its channel,
+// unless it was sent to another agent than from, or waits on another
+// channel than ch (an empty from, a nil ch: any); nil when none is taken.
+// Its frame, and answer's, are kept small: they are the deepest of a
+// delivery goroutine that answers a request in process, which starts on a
+// small stack (see handle).
+func (s *pendingSet) take(id, from string, ch chan answer) chan answer {
+	if s == nil {
+		return nil
+	}
+	if s.byID != nil {
+		return s.takeMapped(id, from, ch)
+	}
+	for i := range s.list {
+		p := &s.list[i]
+		if p.id != id {
+			continue
+		}
+		if (from != "" && p.from != from) || (ch != nil && p.ch != ch) {
+			return nil
+		}
+		got := p.ch
+		last := len(s.list) - 1
+		s.list[i] = s.list[last]
+		s.list[last] = pendingRequest{}
+		s.list = s.list[:last]
+		return got
+	}
+	return nil
+}
+
+// takeMapped is take while the requests are in the map.
+//
+//go:noinline
+func (s *pendingSet) takeMapped(id, from string, ch chan answer) chan answer {
+	p, ok := s.byID[id]
+	if !ok || (from != "" && p.from != from) || (ch != nil && p.ch != ch) {
+		return nil
+	}
+	delete(s.byID, id)
+	if len(s.byID) == 0 {
+		s.byID = nil // back to the list
+	}
+	return p.ch
+}
+
+// drain removes every request, calling f for each.
+func (s *pendingSet) drain(f func(pendingRequest)) {
+	if s == nil {
+		return
+	}
+	for _, p := range s.list {
+		f(p)
+	}
+	clear(s.list)
+	s.list = s.list[:0]
+	for _, p := range s.byID {
+		f(p)
+	}
+	s.byID = nil
 }
 
 // answer ends a pending Request: its first response, or the error that
@@ -472,7 +618,9 @@ type answer struct {
 }
 
 // await registers a request id, sent to the agent with id from, whose first
-// response the caller will read from the returned channel.
+// response the caller will read from the returned channel; or the error
+// that ends the wait instead (see FailRequests, and finish: once the agent
+// has left the space, at once).
 func (c *Conn) await(id, from string) chan answer {
 	c.mu.Lock()
 	ch := c.spare
@@ -480,10 +628,16 @@ func (c *Conn) await(id, from string) chan answer {
 	if ch == nil {
 		ch = make(chan answer, 1)
 	}
-	if c.pending == nil {
-		c.pending = make(map[string]pendingRequest)
+	if c.left.Load() {
+		// The agent has left: no answer can come (see finish).
+		ch <- answer{err: removedWhileWaiting(from)}
+		c.mu.Unlock()
+		return ch
 	}
-	c.pending[id] = pendingRequest{from: from, ch: ch}
+	if c.pending == nil {
+		c.pending = &pendingSet{}
+	}
+	c.pending.put(pendingRequest{id: id, from: from, ch: ch})
 	c.mu.Unlock()
 	// The response may come behind messages a space holds back until the
 	// agent takes them: take them all now, and all that come until forget.
@@ -497,9 +651,7 @@ func (c *Conn) await(id, from string) chan answer {
 func (c *Conn) forget(id string, ch chan answer) {
 	c.waiting.Add(-1)
 	c.mu.Lock()
-	if p, ok := c.pending[id]; ok && p.ch == ch {
-		delete(c.pending, id)
-	}
+	c.pending.take(id, "", ch)
 	// Nothing can reach ch any more (answer and FailRequests send under
 	// mu, to pending requests): keep it for the next Request, empty.
 	select {
@@ -510,6 +662,14 @@ func (c *Conn) forget(id string, ch chan answer) {
 	c.mu.Unlock()
 }
 
+// removedWhileWaiting is the error of a Request whose agent left the
+// space before the answer from the agent with id to came.
+//
+//go:noinline
+func removedWhileWaiting(to string) error {
+	return fmt.Errorf("%w: removed while waiting for %q", ErrNotAdded, to)
+}
+
 // FailRequests makes every Request of the agent that is waiting for its
 // response return err at once. A space calls it when the way those
 // responses come has broken (a wire space's connection was lost), rather
@@ -518,10 +678,9 @@ func (c *Conn) forget(id string, ch chan answer) {
 func (c *Conn) FailRequests(err error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	for id, p := range c.pending {
+	c.pending.drain(func(p pendingRequest) {
 		p.ch <- answer{err: err} // still pending, so nothing was sent on ch
-		delete(c.pending, id)
-	}
+	})
 }
 
 // answer hands the response m to the Request waiting for it, if any: one
@@ -534,14 +693,12 @@ func (c *Conn) answer(m *Message) bool {
 		return false
 	}
 	c.mu.Lock()
-	defer c.mu.Unlock()
-	p, ok := c.pending[m.ParentID]
-	if !ok || p.from != m.From {
-		return false
+	ch := c.pending.take(m.ParentID, m.From, nil)
+	if ch != nil {
+		ch <- answer{m: m} // buffered for exactly this one answer
 	}
-	delete(c.pending, m.ParentID)
-	p.ch <- answer{m: m} // buffered for exactly this one answer
-	return true
+	c.mu.Unlock()
+	return ch != nil
 }
 
 // deliver handles the queue until it is empty, then returns; the mailbox
@@ -590,31 +747,41 @@ func (c *Conn) deliver() {
 				c.handle(it.m)
 				continue
 			}
-			var key string
-			cc := c.concurrent()
-			if c.agent.sequence != nil && !it.m.IsResponse() {
-				if key = c.agent.sequence(it.m); key != "" && cc.seq.park(key, it) {
-					continue // its turn comes when the one before it ends
-				}
-			}
-			cc.sem <- struct{}{}
-			it.taken.fire()
-			cc.workers.Add(1)
-			go func() {
-				defer func() { <-cc.sem; cc.workers.Done() }()
-				c.handle(it.m)
-				for key != "" {
-					next, ok := cc.seq.next(key)
-					if !ok {
-						break
-					}
-					next.taken.fire()
-					c.handle(next.m)
-				}
-			}()
+			c.dispatch(it)
 		}
 		c.mb.recycle(batch)
 	}
+}
+
+// dispatch runs it beside the delivery goroutine, for an agent with
+// Concurrency(n), n > 1, once a slot is free and its Sequence lets it. It
+// is a function of its own so that the delivery goroutine's frame stays
+// small for the common case (see handle).
+//
+//go:noinline
+func (c *Conn) dispatch(it item) {
+	var key string
+	cc := c.concurrent()
+	if c.agent.sequence != nil && !it.m.IsResponse() {
+		if key = c.agent.sequence(it.m); key != "" && cc.seq.park(key, it) {
+			return // its turn comes when the one before it ends
+		}
+	}
+	cc.sem <- struct{}{}
+	it.taken.fire()
+	cc.workers.Add(1)
+	go func() {
+		defer func() { <-cc.sem; cc.workers.Done() }()
+		c.handle(it.m)
+		for key != "" {
+			next, ok := cc.seq.next(key)
+			if !ok {
+				break
+			}
+			next.taken.fire()
+			c.handle(next.m)
+		}
+	}()
 }
 
 // handle runs one incoming message to its end.
@@ -628,7 +795,7 @@ func (c *Conn) handle(m *Message) {
 	if a.hooks.trace != nil {
 		base = c.extractTrace(base, m)
 	}
-	if !m.Deadline.IsZero() && !m.IsResponse() && !time.Now().Before(m.Deadline) {
+	if !m.Deadline.IsZero() && !m.IsResponse() && time.Until(m.Deadline) <= 0 {
 		c.dropExpired(m)
 		return
 	}
@@ -663,7 +830,11 @@ func (c *Conn) handle(m *Message) {
 		return
 	}
 	if !m.NoReply {
-		c.respond(ctx, m, value)
+		// respond's work, without its frame: answering a Request in
+		// process is the deepest the delivery goroutine goes.
+		if err := c.reply(ctx, m, ResponseAction, value); err != nil {
+			c.responseLost(m, err)
+		}
 	}
 }
 

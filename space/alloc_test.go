@@ -8,6 +8,9 @@ package space_test
 import (
 	"context"
 	"encoding/json"
+	"runtime"
+	"strconv"
+	"sync"
 	"testing"
 	"time"
 
@@ -25,7 +28,11 @@ import (
 const (
 	budgetOneWay          = 3  // Send of typed arguments, handled
 	budgetOneWayJSON      = 5  // Send of arguments as a JSON object, decoded strictly and handled
-	budgetRequestDeadline = 12 // Call with a context.WithTimeout made for it, answered
+	budgetRequestDeadline = 11 // Call with a context.WithTimeout made for it, answered
+
+	// Per recipient of a broadcast (the message itself is shared).
+	budgetBroadcastFirst = 3 // the first message an agent gets: its delivery goroutine's function, its queue, the handler's context
+	budgetBroadcastLater = 1 // the handler's context
 )
 
 func TestAllocsPerMessage(t *testing.T) {
@@ -88,5 +95,60 @@ func TestAllocsPerMessage(t *testing.T) {
 				t.Errorf("%.0f allocations per message, over the budget of %.0f", got, c.budget)
 			}
 		})
+	}
+}
+
+// TestAllocsPerBroadcastRecipient holds a broadcast's allocations per
+// recipient to a budget: the first broadcast after the agents were added,
+// and a later one.
+func TestAllocsPerBroadcastRecipient(t *testing.T) {
+	const agents = 2000
+	ctx := context.Background()
+	sp := space.NewLocal()
+	t.Cleanup(func() { _ = sp.Close(ctx) })
+	var handled sync.WaitGroup
+	handler := func(context.Context, tickArgs) (struct{}, error) {
+		handled.Done()
+		return struct{}{}, nil
+	}
+	for i := range agents {
+		a := agency.MustNewAgent("agent-" + strconv.Itoa(i))
+		agency.Handle(a, "tick", handler)
+		if err := sp.Add(ctx, a); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sender := agency.MustNewAgent("Sender", agency.OwnBroadcasts(false))
+	if err := sp.Add(ctx, sender); err != nil {
+		t.Fatal(err)
+	}
+	args := any(tickArgs{N: 1}) // boxed once, as the one-way budgets' are
+	perRecipient := func() float64 {
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		handled.Add(agents)
+		if _, err := sender.Send(ctx, agency.Broadcast, "tick", args); err != nil {
+			t.Fatal(err)
+		}
+		handled.Wait()
+		runtime.ReadMemStats(&after)
+		return float64(after.Mallocs-before.Mallocs) / agents
+	}
+	for _, c := range []struct {
+		name   string
+		budget float64
+	}{{"first", budgetBroadcastFirst}, {"later", budgetBroadcastLater}} {
+		if c.name == "later" {
+			// The second message still makes the queue's second buffer,
+			// which the queue then keeps: a later one is the third.
+			perRecipient()
+		}
+		got := perRecipient()
+		t.Logf("%s broadcast: %.2f allocations per recipient (budget %.0f)", c.name, got, c.budget)
+		// The message, the sender's own and the runtime's count a few
+		// for the whole broadcast: well under one per recipient.
+		if got >= c.budget+1 {
+			t.Errorf("%s broadcast: %.2f allocations per recipient, over the budget of %.0f", c.name, got, c.budget)
+		}
 	}
 }
