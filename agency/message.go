@@ -10,6 +10,7 @@ import (
 	"time"
 	"unicode"
 	"unicode/utf8"
+	"unsafe"
 )
 
 // Broadcast is the recipient id of a message addressed to every agent in the
@@ -183,8 +184,32 @@ func newIDPrefix() string {
 // NewID returns a message id that no other call, in this process or another,
 // returns.
 func NewID() string {
-	var buf [40]byte
-	b := append(buf[:0], idPrefix...)
-	b = strconv.AppendUint(b, idCounter.Add(1), 36)
-	return string(b)
+	var buf [maxIDLen]byte
+	return string(appendID(buf[:0]))
+}
+
+// maxIDLen is the length of the longest id NewID returns: the prefix's 17
+// bytes and a counter of at most 13 base-36 digits.
+const maxIDLen = 17 + 13
+
+// appendID appends a new id to b.
+func appendID(b []byte) []byte {
+	b = append(b, idPrefix...)
+	return strconv.AppendUint(b, idCounter.Add(1), 36)
+}
+
+// sentMessage is a message and the bytes of its id, in one allocation: a
+// message that Send makes costs one allocation, not two.
+type sentMessage struct {
+	Message
+	id [maxIDLen]byte
+}
+
+// newSentMessage returns a message with a new id.
+func newSentMessage() *Message {
+	s := new(sentMessage)
+	b := appendID(s.id[:0])
+	// The bytes are never written again: the string may share them.
+	s.ID = unsafe.String(&s.id[0], len(b))
+	return &s.Message
 }
