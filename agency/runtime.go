@@ -466,46 +466,55 @@ func (c *Conn) deliver() {
 			}
 			return
 		}
-		for i := range batch {
-			it := batch[i]
-			// A handled message is let go at once, not with the batch: a
-			// space that bounds the bytes it holds (amqpspace) counts them
-			// free once taken, and a long batch of large messages would
-			// otherwise stay in memory behind the new ones.
-			batch[i].m = nil // release reads only taken
-			if handled++; handled > 1 || (!it.m.NoReply && !it.m.IsResponse()) {
-				linger = true
-			}
-			if c.agent.concurrency <= 1 {
-				it.taken.fire()
-				c.handle(it.m)
-				continue
-			}
-			var key string
-			cc := c.concurrent()
-			if c.agent.sequence != nil && !it.m.IsResponse() {
-				if key = c.agent.sequence(it.m); key != "" && cc.seq.park(key, it) {
-					continue // its turn comes when the one before it ends
+		for ch := batch; ch != nil; ch = ch.next {
+			for i := range ch.n {
+				it := ch.items[i]
+				// A handled message is let go at once, not with the batch: a
+				// space that bounds the bytes it holds (amqpspace) counts
+				// them free once taken, and a long batch of large messages
+				// would otherwise stay in memory behind the new ones.
+				ch.items[i].m = nil // release reads only taken
+				if handled++; handled > 1 || (!it.m.NoReply && !it.m.IsResponse()) {
+					linger = true
 				}
-			}
-			cc.sem <- struct{}{}
-			it.taken.fire()
-			cc.workers.Add(1)
-			go func() {
-				defer func() { <-cc.sem; cc.workers.Done() }()
-				c.handle(it.m)
-				for key != "" {
-					next, ok := cc.seq.next(key)
-					if !ok {
-						break
-					}
-					next.taken.fire()
-					c.handle(next.m)
+				if c.agent.concurrency <= 1 {
+					it.taken.fire()
+					c.handle(it.m)
+					continue
 				}
-			}()
+				c.handleConcurrently(it)
+			}
 		}
 		c.mb.recycle(batch)
 	}
+}
+
+// handleConcurrently starts its action beside the delivery goroutine, or
+// parks it behind an earlier message of its Sequence, for an agent with
+// Concurrency(n), n > 1.
+func (c *Conn) handleConcurrently(it item) {
+	var key string
+	cc := c.concurrent()
+	if c.agent.sequence != nil && !it.m.IsResponse() {
+		if key = c.agent.sequence(it.m); key != "" && cc.seq.park(key, it) {
+			return // its turn comes when the one before it ends
+		}
+	}
+	cc.sem <- struct{}{}
+	it.taken.fire()
+	cc.workers.Add(1)
+	go func() {
+		defer func() { <-cc.sem; cc.workers.Done() }()
+		c.handle(it.m)
+		for key != "" {
+			next, ok := cc.seq.next(key)
+			if !ok {
+				break
+			}
+			next.taken.fire()
+			c.handle(next.m)
+		}
+	}()
 }
 
 // handle runs one incoming message to its end.
@@ -780,11 +789,17 @@ func (c *Conn) replyFailed(m *Message, err error) error {
 
 // mailbox is an agent's unbounded queue of incoming messages: a space never
 // blocks on a slow agent, and the agent takes what has arrived in one batch.
+//
+// The queue is a list of fixed-size chunks, shared through a pool by every
+// mailbox: a burst grows it a chunk at a time, never copying what is
+// queued (a slice would, at each doubling, while its sender waits on mu),
+// and an idle agent holds none.
 type mailbox struct {
 	mu       sync.Mutex
-	queue    []item
-	spare    []item
-	inflight []item // the batch the agent is working through
+	head     *chunk // the queue, oldest first; nil when empty
+	tail     *chunk
+	spare    *chunk // a handled chunk, kept while the delivery goroutine runs
+	inflight *chunk // the batch the agent is working through
 	closed   bool
 	started  bool         // arrivals start the delivery goroutine
 	running  bool         // the delivery goroutine is under way
@@ -796,6 +811,39 @@ type mailbox struct {
 type item struct {
 	m     *Message
 	taken *taker
+}
+
+// chunkLen is the number of items in a chunk: 512 bytes of them.
+const chunkLen = 32
+
+// chunk is a piece of a mailbox's queue.
+type chunk struct {
+	items [chunkLen]item
+	n     int // items[:n] are queued
+	next  *chunk
+}
+
+var chunkPool = sync.Pool{New: func() any { return new(chunk) }}
+
+// newChunk returns an empty chunk: the spare, or one from the pool.
+func (mb *mailbox) newChunk() *chunk {
+	if ch := mb.spare; ch != nil {
+		mb.spare = nil
+		return ch
+	}
+	return chunkPool.Get().(*chunk)
+}
+
+// freeChunks empties the chunks of the list ch and gives them back to the
+// pool; no one else may hold them.
+func freeChunks(ch *chunk) {
+	for ch != nil {
+		next := ch.next
+		clear(ch.items[:ch.n])
+		ch.n, ch.next = 0, nil
+		chunkPool.Put(ch)
+		ch = next
+	}
 }
 
 // put queues it; false once the mailbox is closed. run reports that the
@@ -811,7 +859,18 @@ func (mb *mailbox) put(it item) (ok, run bool) {
 		f := it.taken.f
 		it.taken.f = func() { mb.held.Add(-1); f() }
 	}
-	mb.queue = append(mb.queue, it)
+	t := mb.tail
+	if t == nil || t.n == chunkLen {
+		ch := mb.newChunk()
+		if t == nil {
+			mb.head = ch
+		} else {
+			t.next = ch
+		}
+		mb.tail, t = ch, ch
+	}
+	t.items[t.n] = it
+	t.n++
 	run = mb.started && !mb.running
 	mb.running = mb.running || run
 	mb.mu.Unlock()
@@ -827,43 +886,51 @@ func (mb *mailbox) start() bool {
 		return false
 	}
 	mb.started = true
-	if !mb.running && (len(mb.queue) > 0 || mb.closed) {
+	if !mb.running && (mb.head != nil || mb.closed) {
 		mb.running = true
 		return true
 	}
 	return false
 }
 
-// take returns all that is queued. When nothing is, it returns nil; with
-// last, the delivery goroutine that called it must then return (the next
-// arrival starts another, unless closed, when none will); without, it
-// stays the delivery goroutine and may take again.
-func (mb *mailbox) take(last bool) (batch []item, closed bool) {
+// take returns all that is queued, as a list of chunks for recycle. When
+// nothing is, it returns nil; with last, the delivery goroutine that
+// called it must then return (the next arrival starts another, unless
+// closed, when none will); without, it stays the delivery goroutine and
+// may take again.
+func (mb *mailbox) take(last bool) (batch *chunk, closed bool) {
 	mb.mu.Lock()
 	defer mb.mu.Unlock()
-	if len(mb.queue) == 0 {
+	if mb.head == nil {
 		if !mb.closed && last {
 			mb.running = false
+			if mb.spare != nil { // an idle agent holds no chunk
+				chunkPool.Put(mb.spare)
+				mb.spare = nil
+			}
 		}
 		return nil, mb.closed
 	}
-	batch = mb.queue
-	mb.queue, mb.spare = mb.spare, nil
+	batch = mb.head
+	mb.head, mb.tail = nil, nil
 	mb.inflight = batch
 	return batch, false
 }
 
-// recycle gives a handled batch's storage back for reuse.
-func (mb *mailbox) recycle(batch []item) {
+// recycle gives a handled batch's chunks back for reuse.
+func (mb *mailbox) recycle(batch *chunk) {
 	mb.mu.Lock()
-	mb.inflight = nil
-	// Let the messages go (release reads the batch under mu), and a burst's
-	// large buffer too.
-	clear(batch)
-	if mb.spare == nil && cap(batch) <= 1024 {
-		mb.spare = batch[:0]
+	mb.inflight = nil // release reads the batch under mu
+	keep := mb.spare == nil && batch.next == nil
+	if keep {
+		clear(batch.items[:batch.n]) // let the messages go
+		batch.n = 0
+		mb.spare = batch
 	}
 	mb.mu.Unlock()
+	if !keep {
+		freeChunks(batch)
+	}
 }
 
 // releaseHeld fires the takers of every message the agent holds but has
@@ -886,11 +953,13 @@ func (mb *mailbox) release() {
 	}
 	mb.mu.Lock()
 	var fire []*taker
-	for _, list := range [2][]item{mb.inflight, mb.queue} {
-		for i := range list {
-			// Only the taker: the loop clears the message meanwhile.
-			if t := list[i].taken; t != nil && !t.done.Load() {
-				fire = append(fire, t)
+	for _, list := range [2]*chunk{mb.inflight, mb.head} {
+		for ch := list; ch != nil; ch = ch.next {
+			for i := range ch.n {
+				// Only the taker: the loop clears the message meanwhile.
+				if t := ch.items[i].taken; t != nil && !t.done.Load() {
+					fire = append(fire, t)
+				}
 			}
 		}
 	}
@@ -918,10 +987,13 @@ func (mb *mailbox) close() bool {
 // taken, to go no further.
 func (mb *mailbox) discard() {
 	mb.mu.Lock()
-	dropped := mb.queue
-	mb.queue = nil
+	dropped := mb.head
+	mb.head, mb.tail = nil, nil
 	mb.mu.Unlock()
-	for _, it := range dropped {
-		it.taken.fire()
+	for ch := dropped; ch != nil; ch = ch.next {
+		for i := range ch.n {
+			ch.items[i].taken.fire()
+		}
 	}
+	freeChunks(dropped)
 }
