@@ -142,10 +142,25 @@ func validateRecipient(to string) error {
 // validateActionName reports whether name may appear as an action in a
 // message: the framework's own names, or a name an agent could register.
 func validateActionName(name string) error {
-	if name == ResponseAction || name == ErrorAction || name == HelpAction {
+	if plainActionName(name) || name == ResponseAction || name == ErrorAction {
 		return nil
 	}
 	return validateRegisterable(name)
+}
+
+// plainActionName reports, quickly, whether name is an ASCII name that an
+// agent could register, or help (as most names in messages are); false
+// sends validateActionName the long way.
+func plainActionName(name string) bool {
+	if len(name) == 0 || len(name) > 255 || name[0] == '[' || (len(name) >= 2 && name[:2] == "__") {
+		return false
+	}
+	for i := 0; i < len(name); i++ {
+		if name[i] >= utf8.RuneSelf {
+			return false
+		}
+	}
+	return true
 }
 
 // validateRegisterable reports whether an agent may register an action named
@@ -189,13 +204,14 @@ func NewID() string {
 }
 
 // maxIDLen is the length of the longest id NewID returns: the prefix's 17
-// bytes and a counter of at most 13 base-36 digits.
+// bytes and a counter of at most 13 base-32 digits.
 const maxIDLen = 17 + 13
 
-// appendID appends a new id to b.
+// appendID appends a new id to b. The counter is in base 32, which
+// strconv writes with shifts, not divisions.
 func appendID(b []byte) []byte {
 	b = append(b, idPrefix...)
-	return strconv.AppendUint(b, idCounter.Add(1), 36)
+	return strconv.AppendUint(b, idCounter.Add(1), 32)
 }
 
 // sentMessage is a message and the bytes of its id, in one allocation: a
