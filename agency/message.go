@@ -2,7 +2,7 @@ package agency
 
 import (
 	"crypto/rand"
-	"encoding/hex"
+	"encoding/base64"
 	"fmt"
 	"strconv"
 	"strings"
@@ -182,7 +182,8 @@ func validateRegisterable(name string) error {
 }
 
 // idPrefix makes message ids unique across processes: 64 random bits per
-// process, followed by a per-process counter.
+// process (11 bytes of base64url, and a dash), followed by a per-process
+// counter in base 32 (which strconv writes with shifts, not divisions).
 var (
 	idPrefix  = newIDPrefix()
 	idCounter atomic.Uint64
@@ -193,39 +194,43 @@ func newIDPrefix() string {
 	if _, err := rand.Read(b[:]); err != nil {
 		panic("agency: no randomness for message ids: " + err.Error())
 	}
-	return hex.EncodeToString(b[:]) + "-"
+	return base64.RawURLEncoding.EncodeToString(b[:]) + "-"
 }
 
 // NewID returns a message id that no other call, in this process or another,
 // returns.
 func NewID() string {
-	var buf [maxIDLen]byte
-	return string(appendID(buf[:0]))
+	var buf [len("0123456789a-") + 13]byte // the prefix, and a uint64 in base 32
+	return string(appendID(buf[:0], idCounter.Add(1)))
 }
 
-// maxIDLen is the length of the longest id NewID returns: the prefix's 17
-// bytes and a counter of at most 13 base-32 digits.
-const maxIDLen = 17 + 13
-
-// appendID appends a new id to b. The counter is in base 32, which
-// strconv writes with shifts, not divisions.
-func appendID(b []byte) []byte {
+// appendID appends the id numbered n to b.
+func appendID(b []byte, n uint64) []byte {
 	b = append(b, idPrefix...)
-	return strconv.AppendUint(b, idCounter.Add(1), 32)
+	return strconv.AppendUint(b, n, 32)
 }
+
+// sentIDLen is the room for an id in a sentMessage: enough for the first
+// 2^60 ids of the process, and a Message and its id fill 160 bytes, a
+// size class of the allocator.
+const sentIDLen = 24
 
 // sentMessage is a message and the bytes of its id, in one allocation: a
 // message that Send makes costs one allocation, not two.
 type sentMessage struct {
 	Message
-	id [maxIDLen]byte
+	id [sentIDLen]byte
 }
 
 // newSentMessage returns a message with a new id.
 func newSentMessage() *Message {
 	s := new(sentMessage)
-	b := appendID(s.id[:0])
-	// The bytes are never written again: the string may share them.
-	s.ID = unsafe.String(&s.id[0], len(b))
+	if n := idCounter.Add(1); n < 1<<60 {
+		b := appendID(s.id[:0], n)
+		// The bytes are never written again: the string may share them.
+		s.ID = unsafe.String(&s.id[0], len(b))
+	} else {
+		s.ID = string(appendID(nil, n))
+	}
 	return &s.Message
 }
