@@ -4,7 +4,7 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"fmt"
-	"strconv"
+	"math/bits"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -183,7 +183,7 @@ func validateRegisterable(name string) error {
 
 // idPrefix makes message ids unique across processes: 64 random bits per
 // process (11 bytes of base64url, and a dash), followed by a per-process
-// counter in base 32 (which strconv writes with shifts, not divisions).
+// counter in base 32.
 var (
 	idPrefix  = newIDPrefix()
 	idCounter atomic.Uint64
@@ -207,8 +207,17 @@ func NewID() string {
 // appendID appends the id numbered n to b.
 func appendID(b []byte, n uint64) []byte {
 	b = append(b, idPrefix...)
-	return strconv.AppendUint(b, n, 32)
+	// n in base 32 (as strconv.FormatUint(n, 32) has it), written in place.
+	digits := max(1, (bits.Len64(n)+4)/5)
+	b = append(b, make([]byte, digits)...)
+	for i := len(b) - 1; i >= len(b)-digits; i-- {
+		b[i] = base32Digits[n&31]
+		n >>= 5
+	}
+	return b
 }
+
+const base32Digits = "0123456789abcdefghijklmnopqrstuv"
 
 // sentIDLen is the room for an id in a sentMessage: enough for the first
 // 2^60 ids of the process, and a Message and its id fill 160 bytes, a

@@ -2,6 +2,7 @@ package agency
 
 import (
 	"math/rand/v2"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -71,5 +72,14 @@ func TestSentMessageIDs(t *testing.T) {
 	for range 4 {
 		add(newSentMessage().ID)
 		add(NewID())
+	}
+}
+
+// appendID writes the counter as strconv.FormatUint(n, 32) does.
+func TestAppendIDCounter(t *testing.T) {
+	for _, n := range []uint64{0, 1, 31, 32, 33, 1023, 1024, 1<<60 - 1, 1 << 60, 1<<64 - 1, 0x123456789abcdef} {
+		if got, want := string(appendID(nil, n)), idPrefix+strconv.FormatUint(n, 32); got != want {
+			t.Errorf("appendID(%d) = %q, want %q", n, got, want)
+		}
 	}
 }
