@@ -450,14 +450,14 @@ func (c *Conn) deliver() {
 	// many agents.
 	linger, lingered, handled := false, false, 0
 	for {
-		batch, closed := c.mb.take(lingered || !linger)
-		if batch == nil && !closed && linger && !lingered {
+		b, closed := c.mb.take(lingered || !linger)
+		if b.last == nil && !closed && linger && !lingered {
 			lingered = true
 			runtime.Gosched()
 			continue
 		}
 		linger, lingered = false, false
-		if batch == nil {
+		if b.last == nil {
 			if closed {
 				if cc := c.concurrentIfAny(); cc != nil {
 					cc.workers.Wait()
@@ -466,14 +466,18 @@ func (c *Conn) deliver() {
 			}
 			return
 		}
-		for ch := batch; ch != nil; ch = ch.next {
-			for i := range ch.n {
-				it := ch.items[i]
+		for k := 0; k <= len(b.full); k++ {
+			seg := b.last
+			if k < len(b.full) {
+				seg = b.full[k]
+			}
+			for i := range seg {
+				it := seg[i]
 				// A handled message is let go at once, not with the batch: a
 				// space that bounds the bytes it holds (amqpspace) counts
 				// them free once taken, and a long batch of large messages
 				// would otherwise stay in memory behind the new ones.
-				ch.items[i].m = nil // release reads only taken
+				seg[i].m = nil // release reads only taken
 				if handled++; handled > 1 || (!it.m.NoReply && !it.m.IsResponse()) {
 					linger = true
 				}
@@ -485,7 +489,7 @@ func (c *Conn) deliver() {
 				c.handleConcurrently(it)
 			}
 		}
-		c.mb.recycle(batch)
+		c.mb.recycle(b)
 	}
 }
 
@@ -790,16 +794,16 @@ func (c *Conn) replyFailed(m *Message, err error) error {
 // mailbox is an agent's unbounded queue of incoming messages: a space never
 // blocks on a slow agent, and the agent takes what has arrived in one batch.
 //
-// The queue is a list of fixed-size chunks, shared through a pool by every
-// mailbox: a burst grows it a chunk at a time, never copying what is
-// queued (a slice would, at each doubling, while its sender waits on mu),
-// and an idle agent holds none.
+// The queue is a slice, kept for reuse, that grows up to segLen items; a
+// longer burst goes on in further segments of segLen, shared through a
+// pool by every mailbox, instead of copying what is queued at each
+// doubling (while its sender waits on mu).
 type mailbox struct {
 	mu       sync.Mutex
-	head     *chunk // the queue, oldest first; nil when empty
-	tail     *chunk
-	spare    *chunk // a handled chunk, kept while the delivery goroutine runs
-	inflight *chunk // the batch the agent is working through
+	queue    []item
+	spare    []item
+	inflight []item    // the batch the agent is working through (its last segment)
+	more     *overflow // segments of a long burst; nil for most agents
 	closed   bool
 	started  bool         // arrivals start the delivery goroutine
 	running  bool         // the delivery goroutine is under way
@@ -813,38 +817,23 @@ type item struct {
 	taken *taker
 }
 
-// chunkLen is the number of items in a chunk: 512 bytes of them.
-const chunkLen = 32
-
-// chunk is a piece of a mailbox's queue.
-type chunk struct {
-	items [chunkLen]item
-	n     int // items[:n] are queued
-	next  *chunk
+// overflow is what a mailbox holds of a burst longer than segLen.
+type overflow struct {
+	queued   [][]item // full segments, oldest first, ahead of the queue
+	inflight [][]item // those of the batch the agent is working through
 }
 
-var chunkPool = sync.Pool{New: func() any { return new(chunk) }}
-
-// newChunk returns an empty chunk: the spare, or one from the pool.
-func (mb *mailbox) newChunk() *chunk {
-	if ch := mb.spare; ch != nil {
-		mb.spare = nil
-		return ch
-	}
-	return chunkPool.Get().(*chunk)
+// batch is what the delivery goroutine takes in one go: the full segments,
+// oldest first, then last.
+type batch struct {
+	full [][]item
+	last []item
 }
 
-// freeChunks empties the chunks of the list ch and gives them back to the
-// pool; no one else may hold them.
-func freeChunks(ch *chunk) {
-	for ch != nil {
-		next := ch.next
-		clear(ch.items[:ch.n])
-		ch.n, ch.next = 0, nil
-		chunkPool.Put(ch)
-		ch = next
-	}
-}
+// segLen is the length of a queue segment: 4 KiB of items.
+const segLen = 256
+
+var segPool = sync.Pool{New: func() any { return new([segLen]item) }}
 
 // put queues it; false once the mailbox is closed. run reports that the
 // caller must start the delivery goroutine.
@@ -859,18 +848,14 @@ func (mb *mailbox) put(it item) (ok, run bool) {
 		f := it.taken.f
 		it.taken.f = func() { mb.held.Add(-1); f() }
 	}
-	t := mb.tail
-	if t == nil || t.n == chunkLen {
-		ch := mb.newChunk()
-		if t == nil {
-			mb.head = ch
-		} else {
-			t.next = ch
+	if len(mb.queue) >= segLen {
+		if mb.more == nil {
+			mb.more = new(overflow)
 		}
-		mb.tail, t = ch, ch
+		mb.more.queued = append(mb.more.queued, mb.queue)
+		mb.queue = segPool.Get().(*[segLen]item)[:0]
 	}
-	t.items[t.n] = it
-	t.n++
+	mb.queue = append(mb.queue, it)
 	run = mb.started && !mb.running
 	mb.running = mb.running || run
 	mb.mu.Unlock()
@@ -886,50 +871,58 @@ func (mb *mailbox) start() bool {
 		return false
 	}
 	mb.started = true
-	if !mb.running && (mb.head != nil || mb.closed) {
+	if !mb.running && (len(mb.queue) > 0 || mb.closed) {
 		mb.running = true
 		return true
 	}
 	return false
 }
 
-// take returns all that is queued, as a list of chunks for recycle. When
-// nothing is, it returns nil; with last, the delivery goroutine that
-// called it must then return (the next arrival starts another, unless
-// closed, when none will); without, it stays the delivery goroutine and
-// may take again.
-func (mb *mailbox) take(last bool) (batch *chunk, closed bool) {
+// take returns all that is queued. When nothing is, it returns an empty
+// batch; with last, the delivery goroutine that called it must then
+// return (the next arrival starts another, unless closed, when none
+// will); without, it stays the delivery goroutine and may take again.
+func (mb *mailbox) take(last bool) (b batch, closed bool) {
 	mb.mu.Lock()
 	defer mb.mu.Unlock()
-	if mb.head == nil {
+	if len(mb.queue) == 0 { // full segments come with a queue behind them
 		if !mb.closed && last {
 			mb.running = false
-			if mb.spare != nil { // an idle agent holds no chunk
-				chunkPool.Put(mb.spare)
-				mb.spare = nil
-			}
 		}
-		return nil, mb.closed
+		return batch{}, mb.closed
 	}
-	batch = mb.head
-	mb.head, mb.tail = nil, nil
-	mb.inflight = batch
-	return batch, false
+	b = batch{last: mb.queue}
+	if mb.more != nil {
+		b.full = mb.more.queued
+		mb.more.queued, mb.more.inflight = nil, b.full
+	}
+	mb.queue, mb.spare = mb.spare, nil
+	mb.inflight = b.last
+	return b, false
 }
 
-// recycle gives a handled batch's chunks back for reuse.
-func (mb *mailbox) recycle(batch *chunk) {
+// recycle gives a handled batch's storage back for reuse.
+func (mb *mailbox) recycle(b batch) {
 	mb.mu.Lock()
-	mb.inflight = nil // release reads the batch under mu
-	keep := mb.spare == nil && batch.next == nil
-	if keep {
-		clear(batch.items[:batch.n]) // let the messages go
-		batch.n = 0
-		mb.spare = batch
+	mb.inflight = nil
+	if mb.more != nil {
+		mb.more.inflight = nil
+		if mb.more.queued == nil {
+			mb.more = nil // the burst is over
+		}
+	}
+	// Let the messages go (release reads the batch under mu), and a burst's
+	// large buffer too.
+	clear(b.last)
+	if mb.spare == nil && cap(b.last) <= 1024 {
+		mb.spare = b.last[:0]
 	}
 	mb.mu.Unlock()
-	if !keep {
-		freeChunks(batch)
+	for _, seg := range b.full {
+		clear(seg)
+		if cap(seg) == segLen {
+			segPool.Put((*[segLen]item)(seg[:segLen]))
+		}
 	}
 }
 
@@ -953,16 +946,26 @@ func (mb *mailbox) release() {
 	}
 	mb.mu.Lock()
 	var fire []*taker
-	for _, list := range [2]*chunk{mb.inflight, mb.head} {
-		for ch := list; ch != nil; ch = ch.next {
-			for i := range ch.n {
-				// Only the taker: the loop clears the message meanwhile.
-				if t := ch.items[i].taken; t != nil && !t.done.Load() {
-					fire = append(fire, t)
-				}
+	each := func(list []item) {
+		for i := range list {
+			// Only the taker: the loop clears the message meanwhile.
+			if t := list[i].taken; t != nil && !t.done.Load() {
+				fire = append(fire, t)
 			}
 		}
 	}
+	if mb.more != nil {
+		for _, seg := range mb.more.inflight {
+			each(seg)
+		}
+	}
+	each(mb.inflight)
+	if mb.more != nil {
+		for _, seg := range mb.more.queued {
+			each(seg)
+		}
+	}
+	each(mb.queue)
 	mb.mu.Unlock()
 	for _, t := range fire {
 		t.fire()
@@ -987,13 +990,18 @@ func (mb *mailbox) close() bool {
 // taken, to go no further.
 func (mb *mailbox) discard() {
 	mb.mu.Lock()
-	dropped := mb.head
-	mb.head, mb.tail = nil, nil
+	dropped := batch{last: mb.queue}
+	if mb.more != nil {
+		dropped.full, mb.more.queued = mb.more.queued, nil
+	}
+	mb.queue = nil
 	mb.mu.Unlock()
-	for ch := dropped; ch != nil; ch = ch.next {
-		for i := range ch.n {
-			ch.items[i].taken.fire()
+	for _, seg := range dropped.full {
+		for _, it := range seg {
+			it.taken.fire()
 		}
 	}
-	freeChunks(dropped)
+	for _, it := range dropped.last {
+		it.taken.fire()
+	}
 }

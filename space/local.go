@@ -41,7 +41,7 @@ func (s *Local) Add(ctx context.Context, a *agency.Agent) error {
 		s.mu.Unlock()
 		return fmt.Errorf("%w: %q", ErrAgentExists, id)
 	}
-	c, err := agency.Connect(a, &localRouter{s: s, id: id})
+	c, err := agency.Connect(a, &localRouter{s: s, a: a})
 	if err != nil {
 		s.mu.Unlock()
 		return err
@@ -103,8 +103,8 @@ func (s *Local) Close(ctx context.Context) error {
 
 // localRouter routes one agent's messages.
 type localRouter struct {
-	s  *Local
-	id string
+	s *Local
+	a *agency.Agent // the sender: its id, without a string header here, so that an idle agent stays as small with last as without
 	// last is the Conn of the agent last sent a message (not a response)
 	// to: a sender that sends to one agent again and again, as most do,
 	// skips the space's lock and map. An open Conn is the one the space
@@ -120,8 +120,8 @@ var _ agency.BroadcastRouter = (*localRouter)(nil)
 // RouteBroadcast delivers the broadcast m to every agent in the space and
 // returns the ids of those that took it in.
 func (r *localRouter) RouteBroadcast(_ context.Context, m *agency.Message) ([]string, error) {
-	if m.From != r.id {
-		return nil, fmt.Errorf("%w: %q sending as %q", agency.ErrForgedSender, r.id, m.From)
+	if m.From != r.a.ID() {
+		return nil, fmt.Errorf("%w: %q sending as %q", agency.ErrForgedSender, r.a.ID(), m.From)
 	}
 	if m.To != agency.Broadcast {
 		return nil, fmt.Errorf("%w: RouteBroadcast of a message to %q", agency.ErrMalformedMessage, m.To)
@@ -139,7 +139,7 @@ func (r *localRouter) RouteBroadcast(_ context.Context, m *agency.Message) ([]st
 }
 
 func (r *localRouter) Route(_ context.Context, m *agency.Message) error {
-	if m.From != r.id {
+	if m.From != r.a.ID() {
 		return r.forged(m)
 	}
 	s := r.s
@@ -184,7 +184,7 @@ func (s *Local) broadcast(m *agency.Message) {
 
 //go:noinline
 func (r *localRouter) forged(m *agency.Message) error {
-	return fmt.Errorf("%w: %q sending as %q", agency.ErrForgedSender, r.id, m.From)
+	return fmt.Errorf("%w: %q sending as %q", agency.ErrForgedSender, r.a.ID(), m.From)
 }
 
 //go:noinline
