@@ -42,7 +42,7 @@ func TestMailboxLongBurst(t *testing.T) {
 	if i != n {
 		t.Fatalf("took %d items of %d", i, n)
 	}
-	mb.recycle(b)
+	mb.recycle(b, true)
 	if b, _ := mb.take(true); b.last != nil {
 		t.Fatalf("took %d items from an empty mailbox", len(b.last))
 	}

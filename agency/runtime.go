@@ -466,6 +466,7 @@ func (c *Conn) deliver() {
 			}
 			return
 		}
+		paced := false
 		for k := 0; k <= len(b.full); k++ {
 			seg := b.last
 			if k < len(b.full) {
@@ -478,6 +479,7 @@ func (c *Conn) deliver() {
 				// them free once taken, and a long batch of large messages
 				// would otherwise stay in memory behind the new ones.
 				seg[i].m = nil // release reads only taken
+				paced = paced || it.taken != nil
 				if handled++; handled > 1 || (!it.m.NoReply && !it.m.IsResponse()) {
 					linger = true
 				}
@@ -489,7 +491,7 @@ func (c *Conn) deliver() {
 				c.handleConcurrently(it)
 			}
 		}
-		c.mb.recycle(b)
+		c.mb.recycle(b, paced)
 	}
 }
 
@@ -901,8 +903,9 @@ func (mb *mailbox) take(last bool) (b batch, closed bool) {
 	return b, false
 }
 
-// recycle gives a handled batch's storage back for reuse.
-func (mb *mailbox) recycle(b batch) {
+// recycle gives a handled batch's storage back for reuse. Its messages
+// have been let go already; paced says that some items hold takers too.
+func (mb *mailbox) recycle(b batch, paced bool) {
 	mb.mu.Lock()
 	mb.inflight = nil
 	if mb.more != nil {
@@ -911,15 +914,19 @@ func (mb *mailbox) recycle(b batch) {
 			mb.more = nil // the burst is over
 		}
 	}
-	// Let the messages go (release reads the batch under mu), and a burst's
+	// Let the takers go (release reads the batch under mu), and a burst's
 	// large buffer too.
-	clear(b.last)
+	if paced {
+		clear(b.last)
+	}
 	if mb.spare == nil && cap(b.last) <= 1024 {
 		mb.spare = b.last[:0]
 	}
 	mb.mu.Unlock()
 	for _, seg := range b.full {
-		clear(seg)
+		if paced {
+			clear(seg)
+		}
 		if cap(seg) == segLen {
 			segPool.Put((*[segLen]item)(seg[:segLen]))
 		}
