@@ -170,7 +170,9 @@ func (a *Agent) ID() string { return a.id }
 // A message sent while a trace is under way carries its traceparent (see
 // [Traceparent]).
 func (a *Agent) Send(ctx context.Context, to, action string, args any) (string, error) {
-	return a.SendMessage(ctx, &Message{To: to, Action: action, Args: args})
+	m := newSentMessage()
+	m.To, m.Action, m.Args = to, action, args
+	return a.SendMessage(ctx, m)
 }
 
 // SendMessage is Send with the whole message in the caller's hands, for meta
@@ -295,7 +297,7 @@ func (a *Agent) prepare(m *Message) (*Conn, error) {
 	if m.ID == "" {
 		m.ID = NewID()
 	}
-	if err := m.validate(); err != nil {
+	if err := m.check(true); err != nil { // From is a.id, checked by NewAgent
 		return nil, err
 	}
 	return c, nil

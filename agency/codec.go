@@ -156,17 +156,26 @@ func isPlainASCII(s string) bool {
 
 // validate checks everything about m that its wire form depends on, without
 // encoding it.
-func (m *Message) validate() error {
+func (m *Message) validate() error { return m.check(false) }
+
+// check is validate; with fromChecked, m.From is known to be a valid id
+// (the sending agent's own, set by prepare) and is not checked again.
+func (m *Message) check(fromChecked bool) error {
 	if err := validateRecipient(m.To); err != nil {
 		return fmt.Errorf("%w: to: %v", ErrMalformedMessage, err)
 	}
-	if err := ValidateID(m.From); err != nil {
-		return fmt.Errorf("%w: from: %v", ErrMalformedMessage, err)
+	if !fromChecked {
+		if err := ValidateID(m.From); err != nil {
+			return fmt.Errorf("%w: from: %v", ErrMalformedMessage, err)
+		}
 	}
 	if err := validateActionName(m.Action); err != nil {
 		return fmt.Errorf("%w: %v", ErrMalformedMessage, err)
 	}
 	for _, k := range [...]string{"id", "parent_id", "deadline", "no_reply"} {
+		if len(m.Meta) == 0 {
+			break
+		}
 		if _, ok := m.Meta[k]; ok {
 			// The framework's own keys live in fields; a copy in Meta would
 			// travel in process and vanish on the wire.

@@ -2,14 +2,15 @@ package agency
 
 import (
 	"crypto/rand"
-	"encoding/hex"
+	"encoding/base64"
 	"fmt"
-	"strconv"
+	"math/bits"
 	"strings"
 	"sync/atomic"
 	"time"
 	"unicode"
 	"unicode/utf8"
+	"unsafe"
 )
 
 // Broadcast is the recipient id of a message addressed to every agent in the
@@ -141,10 +142,25 @@ func validateRecipient(to string) error {
 // validateActionName reports whether name may appear as an action in a
 // message: the framework's own names, or a name an agent could register.
 func validateActionName(name string) error {
-	if name == ResponseAction || name == ErrorAction || name == HelpAction {
+	if plainActionName(name) || name == ResponseAction || name == ErrorAction {
 		return nil
 	}
 	return validateRegisterable(name)
+}
+
+// plainActionName reports, quickly, whether name is an ASCII name that an
+// agent could register, or help (as most names in messages are); false
+// sends validateActionName the long way.
+func plainActionName(name string) bool {
+	if len(name) == 0 || len(name) > 255 || name[0] == '[' || (len(name) >= 2 && name[:2] == "__") {
+		return false
+	}
+	for i := 0; i < len(name); i++ {
+		if name[i] >= utf8.RuneSelf {
+			return false
+		}
+	}
+	return true
 }
 
 // validateRegisterable reports whether an agent may register an action named
@@ -166,7 +182,8 @@ func validateRegisterable(name string) error {
 }
 
 // idPrefix makes message ids unique across processes: 64 random bits per
-// process, followed by a per-process counter.
+// process (11 bytes of base64url, and a dash), followed by a per-process
+// counter in base 32.
 var (
 	idPrefix  = newIDPrefix()
 	idCounter atomic.Uint64
@@ -177,14 +194,52 @@ func newIDPrefix() string {
 	if _, err := rand.Read(b[:]); err != nil {
 		panic("agency: no randomness for message ids: " + err.Error())
 	}
-	return hex.EncodeToString(b[:]) + "-"
+	return base64.RawURLEncoding.EncodeToString(b[:]) + "-"
 }
 
 // NewID returns a message id that no other call, in this process or another,
 // returns.
 func NewID() string {
-	var buf [40]byte
-	b := append(buf[:0], idPrefix...)
-	b = strconv.AppendUint(b, idCounter.Add(1), 36)
-	return string(b)
+	var buf [len("0123456789a-") + 13]byte // the prefix, and a uint64 in base 32
+	return string(appendID(buf[:0], idCounter.Add(1)))
+}
+
+// appendID appends the id numbered n to b.
+func appendID(b []byte, n uint64) []byte {
+	b = append(b, idPrefix...)
+	// n in base 32 (as strconv.FormatUint(n, 32) has it), written in place.
+	digits := max(1, (bits.Len64(n)+4)/5)
+	b = append(b, make([]byte, digits)...)
+	for i := len(b) - 1; i >= len(b)-digits; i-- {
+		b[i] = base32Digits[n&31]
+		n >>= 5
+	}
+	return b
+}
+
+const base32Digits = "0123456789abcdefghijklmnopqrstuv"
+
+// sentIDLen is the room for an id in a sentMessage: enough for the first
+// 2^60 ids of the process, and a Message and its id fill 160 bytes, a
+// size class of the allocator.
+const sentIDLen = 24
+
+// sentMessage is a message and the bytes of its id, in one allocation: a
+// message that Send makes costs one allocation, not two.
+type sentMessage struct {
+	Message
+	id [sentIDLen]byte
+}
+
+// newSentMessage returns a message with a new id.
+func newSentMessage() *Message {
+	s := new(sentMessage)
+	if n := idCounter.Add(1); n < 1<<60 {
+		b := appendID(s.id[:0], n)
+		// The bytes are never written again: the string may share them.
+		s.ID = unsafe.String(&s.id[0], len(b))
+	} else {
+		s.ID = string(appendID(nil, n))
+	}
+	return &s.Message
 }

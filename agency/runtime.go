@@ -716,14 +716,14 @@ func (c *Conn) deliver() {
 	// many agents.
 	linger, lingered, handled := false, false, 0
 	for {
-		batch, closed := c.mb.take(lingered || !linger)
-		if batch == nil && !closed && linger && !lingered {
+		b, closed := c.mb.take(lingered || !linger)
+		if b.last == nil && !closed && linger && !lingered {
 			lingered = true
 			runtime.Gosched()
 			continue
 		}
 		linger, lingered = false, false
-		if batch == nil {
+		if b.last == nil {
 			if closed {
 				if cc := c.concurrentIfAny(); cc != nil {
 					cc.workers.Wait()
@@ -732,24 +732,32 @@ func (c *Conn) deliver() {
 			}
 			return
 		}
-		for i := range batch {
-			it := batch[i]
-			// A handled message is let go at once, not with the batch: a
-			// space that bounds the bytes it holds (amqpspace) counts them
-			// free once taken, and a long batch of large messages would
-			// otherwise stay in memory behind the new ones.
-			batch[i].m = nil // release reads only taken
-			if handled++; handled > 1 || (!it.m.NoReply && !it.m.IsResponse()) {
-				linger = true
+		paced := false
+		for k := 0; k <= len(b.full); k++ {
+			seg := b.last
+			if k < len(b.full) {
+				seg = b.full[k]
 			}
-			if c.agent.concurrency <= 1 {
-				it.taken.fire()
-				c.handle(it.m)
-				continue
+			for i := range seg {
+				it := seg[i]
+				// A handled message is let go at once, not with the batch: a
+				// space that bounds the bytes it holds (amqpspace) counts
+				// them free once taken, and a long batch of large messages
+				// would otherwise stay in memory behind the new ones.
+				seg[i].m = nil // release reads only taken
+				paced = paced || it.taken != nil
+				if handled++; handled > 1 || (!it.m.NoReply && !it.m.IsResponse()) {
+					linger = true
+				}
+				if c.agent.concurrency <= 1 {
+					it.taken.fire()
+					c.handle(it.m)
+					continue
+				}
+				c.dispatch(it)
 			}
-			c.dispatch(it)
 		}
-		c.mb.recycle(batch)
+		c.mb.recycle(b, paced)
 	}
 }
 
@@ -1060,11 +1068,17 @@ func (c *Conn) replyFailed(m *Message, err error) error {
 
 // mailbox is an agent's unbounded queue of incoming messages: a space never
 // blocks on a slow agent, and the agent takes what has arrived in one batch.
+//
+// The queue is a slice, kept for reuse, that grows up to segLen items; a
+// longer burst goes on in further segments of segLen, shared through a
+// pool by every mailbox, instead of copying what is queued at each
+// doubling (while its sender waits on mu).
 type mailbox struct {
 	mu       sync.Mutex
 	queue    []item
 	spare    []item
-	inflight []item // the batch the agent is working through
+	inflight []item    // the batch the agent is working through (its last segment)
+	more     *overflow // segments of a long burst; nil for most agents
 	closed   bool
 	started  bool         // arrivals start the delivery goroutine
 	running  bool         // the delivery goroutine is under way
@@ -1078,6 +1092,24 @@ type item struct {
 	taken *taker
 }
 
+// overflow is what a mailbox holds of a burst longer than segLen.
+type overflow struct {
+	queued   [][]item // full segments, oldest first, ahead of the queue
+	inflight [][]item // those of the batch the agent is working through
+}
+
+// batch is what the delivery goroutine takes in one go: the full segments,
+// oldest first, then last.
+type batch struct {
+	full [][]item
+	last []item
+}
+
+// segLen is the length of a queue segment: 4 KiB of items.
+const segLen = 256
+
+var segPool = sync.Pool{New: func() any { return new([segLen]item) }}
+
 // put queues it; false once the mailbox is closed. run reports that the
 // caller must start the delivery goroutine.
 func (mb *mailbox) put(it item) (ok, run bool) {
@@ -1090,6 +1122,13 @@ func (mb *mailbox) put(it item) (ok, run bool) {
 		mb.held.Add(1)
 		f := it.taken.f
 		it.taken.f = func() { mb.held.Add(-1); f() }
+	}
+	if len(mb.queue) >= segLen {
+		if mb.more == nil {
+			mb.more = new(overflow)
+		}
+		mb.more.queued = append(mb.more.queued, mb.queue)
+		mb.queue = segPool.Get().(*[segLen]item)[:0]
 	}
 	mb.queue = append(mb.queue, it)
 	run = mb.started && !mb.running
@@ -1114,36 +1153,57 @@ func (mb *mailbox) start() bool {
 	return false
 }
 
-// take returns all that is queued. When nothing is, it returns nil; with
-// last, the delivery goroutine that called it must then return (the next
-// arrival starts another, unless closed, when none will); without, it
-// stays the delivery goroutine and may take again.
-func (mb *mailbox) take(last bool) (batch []item, closed bool) {
+// take returns all that is queued. When nothing is, it returns an empty
+// batch; with last, the delivery goroutine that called it must then
+// return (the next arrival starts another, unless closed, when none
+// will); without, it stays the delivery goroutine and may take again.
+func (mb *mailbox) take(last bool) (b batch, closed bool) {
 	mb.mu.Lock()
 	defer mb.mu.Unlock()
-	if len(mb.queue) == 0 {
+	if len(mb.queue) == 0 { // full segments come with a queue behind them
 		if !mb.closed && last {
 			mb.running = false
 		}
-		return nil, mb.closed
+		return batch{}, mb.closed
 	}
-	batch = mb.queue
+	b = batch{last: mb.queue}
+	if mb.more != nil {
+		b.full = mb.more.queued
+		mb.more.queued, mb.more.inflight = nil, b.full
+	}
 	mb.queue, mb.spare = mb.spare, nil
-	mb.inflight = batch
-	return batch, false
+	mb.inflight = b.last
+	return b, false
 }
 
-// recycle gives a handled batch's storage back for reuse.
-func (mb *mailbox) recycle(batch []item) {
+// recycle gives a handled batch's storage back for reuse. Its messages
+// have been let go already; paced says that some items hold takers too.
+func (mb *mailbox) recycle(b batch, paced bool) {
 	mb.mu.Lock()
 	mb.inflight = nil
-	// Let the messages go (release reads the batch under mu), and a burst's
+	if mb.more != nil {
+		mb.more.inflight = nil
+		if mb.more.queued == nil {
+			mb.more = nil // the burst is over
+		}
+	}
+	// Let the takers go (release reads the batch under mu), and a burst's
 	// large buffer too.
-	clear(batch)
-	if mb.spare == nil && cap(batch) <= 1024 {
-		mb.spare = batch[:0]
+	if paced {
+		clear(b.last)
+	}
+	if mb.spare == nil && cap(b.last) <= 1024 {
+		mb.spare = b.last[:0]
 	}
 	mb.mu.Unlock()
+	for _, seg := range b.full {
+		if paced {
+			clear(seg)
+		}
+		if cap(seg) == segLen {
+			segPool.Put((*[segLen]item)(seg[:segLen]))
+		}
+	}
 }
 
 // releaseHeld fires the takers of every message the agent holds but has
@@ -1166,7 +1226,7 @@ func (mb *mailbox) release() {
 	}
 	mb.mu.Lock()
 	var fire []*taker
-	for _, list := range [2][]item{mb.inflight, mb.queue} {
+	each := func(list []item) {
 		for i := range list {
 			// Only the taker: the loop clears the message meanwhile.
 			if t := list[i].taken; t != nil && !t.done.Load() {
@@ -1174,6 +1234,18 @@ func (mb *mailbox) release() {
 			}
 		}
 	}
+	if mb.more != nil {
+		for _, seg := range mb.more.inflight {
+			each(seg)
+		}
+	}
+	each(mb.inflight)
+	if mb.more != nil {
+		for _, seg := range mb.more.queued {
+			each(seg)
+		}
+	}
+	each(mb.queue)
 	mb.mu.Unlock()
 	for _, t := range fire {
 		t.fire()
@@ -1211,10 +1283,18 @@ func (mb *mailbox) closeIdle() bool {
 // taken, to go no further.
 func (mb *mailbox) discard() {
 	mb.mu.Lock()
-	dropped := mb.queue
+	dropped := batch{last: mb.queue}
+	if mb.more != nil {
+		dropped.full, mb.more.queued = mb.more.queued, nil
+	}
 	mb.queue = nil
 	mb.mu.Unlock()
-	for _, it := range dropped {
+	for _, seg := range dropped.full {
+		for _, it := range seg {
+			it.taken.fire()
+		}
+	}
+	for _, it := range dropped.last {
 		it.taken.fire()
 	}
 }

@@ -63,6 +63,9 @@ func traceparentFor(ctx context.Context, a *Agent) string {
 // carryTrace sets the traceparent of m, which a sends with ctx, unless m
 // has one. The caller's Meta map is copied, not written to.
 func (a *Agent) carryTrace(ctx context.Context, m *Message) {
+	if ctx == context.Background() && len(a.hooks.trace) == 0 {
+		return // no trace under way, and none to start: the common case, quickly
+	}
 	if _, ok := m.Meta[TraceparentKey]; ok {
 		return
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	"github.com/seed72275b23/agency-go/agency"
 )
@@ -39,7 +40,7 @@ func (s *Local) Add(ctx context.Context, a *agency.Agent) error {
 		s.mu.Unlock()
 		return fmt.Errorf("%w: %q", ErrAgentExists, id)
 	}
-	c, err := agency.Connect(a, localRouter{s: s, id: id})
+	c, err := agency.Connect(a, &localRouter{s: s, a: a})
 	if err != nil {
 		s.mu.Unlock()
 		return err
@@ -92,17 +93,25 @@ func (s *Local) Close(ctx context.Context) error {
 
 // localRouter routes one agent's messages.
 type localRouter struct {
-	s  *Local
-	id string
+	s *Local
+	a *agency.Agent // the sender: its id, without a string header here, so that an idle agent stays as small with last as without
+	// last is the Conn of the agent last sent a message (not a response)
+	// to: a sender that sends to one agent again and again, as most do,
+	// skips the space's lock and map. An open Conn is the one the space
+	// has for its id (Remove closes it before letting the id go), so a
+	// Deliver that succeeds reaches the right agent, and one that fails
+	// sends the message the long way. It may keep a removed agent's Conn
+	// from the collector until the sender sends elsewhere or leaves.
+	last atomic.Pointer[agency.Conn]
 }
 
-var _ agency.BroadcastRouter = localRouter{}
+var _ agency.BroadcastRouter = (*localRouter)(nil)
 
 // RouteBroadcast delivers the broadcast m to every agent in the space and
 // returns the ids of those that took it in.
-func (r localRouter) RouteBroadcast(_ context.Context, m *agency.Message) ([]string, error) {
-	if m.From != r.id {
-		return nil, fmt.Errorf("%w: %q sending as %q", agency.ErrForgedSender, r.id, m.From)
+func (r *localRouter) RouteBroadcast(_ context.Context, m *agency.Message) ([]string, error) {
+	if m.From != r.a.ID() {
+		return nil, fmt.Errorf("%w: %q sending as %q", agency.ErrForgedSender, r.a.ID(), m.From)
 	}
 	if m.To != agency.Broadcast {
 		return nil, fmt.Errorf("%w: RouteBroadcast of a message to %q", agency.ErrMalformedMessage, m.To)
@@ -119,8 +128,8 @@ func (r localRouter) RouteBroadcast(_ context.Context, m *agency.Message) ([]str
 	return reached, nil
 }
 
-func (r localRouter) Route(_ context.Context, m *agency.Message) error {
-	if m.From != r.id {
+func (r *localRouter) Route(_ context.Context, m *agency.Message) error {
+	if m.From != r.a.ID() {
 		return r.forged(m)
 	}
 	s := r.s
@@ -128,11 +137,22 @@ func (r localRouter) Route(_ context.Context, m *agency.Message) error {
 		s.broadcast(m)
 		return nil
 	}
+	// Not for responses: a closed Conn may take a response (to drop it)
+	// that the agent's new Conn waits for.
+	cache := !m.IsResponse()
+	if cache {
+		if c := r.last.Load(); c != nil && c.Agent().ID() == m.To && c.Deliver(m) == nil {
+			return nil
+		}
+	}
 	s.mu.RLock()
 	c, ok := s.agents[m.To]
 	s.mu.RUnlock()
 	if !ok {
 		return noRecipient(m)
+	}
+	if cache {
+		r.last.Store(c)
 	}
 	return c.Deliver(m)
 }
@@ -153,8 +173,8 @@ func (s *Local) broadcast(m *agency.Message) {
 // deep frame would make grow.
 
 //go:noinline
-func (r localRouter) forged(m *agency.Message) error {
-	return fmt.Errorf("%w: %q sending as %q", agency.ErrForgedSender, r.id, m.From)
+func (r *localRouter) forged(m *agency.Message) error {
+	return fmt.Errorf("%w: %q sending as %q", agency.ErrForgedSender, r.a.ID(), m.From)
 }
 
 //go:noinline
