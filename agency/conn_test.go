@@ -45,15 +45,7 @@ func TestConnBeforeRemoveOnce(t *testing.T) {
 // space's error, at once; a Request made afterwards waits for its response
 // as usual.
 func TestConnFailRequests(t *testing.T) {
-	sent := make(chan *agency.Message, 2)
-	a := agency.MustNewAgent("Asker")
-	c, err := agency.Connect(a, agency.RouterFunc(func(_ context.Context, m *agency.Message) error {
-		sent <- m
-		return nil
-	}))
-	if err != nil {
-		t.Fatal(err)
-	}
+	a, c, sent := connectAsker(t, 2)
 	c.Added(context.Background())
 	t.Cleanup(func() { _ = c.Close(context.Background()) })
 
@@ -141,15 +133,7 @@ func TestCloseAll(t *testing.T) {
 // A Request whose agent leaves the space while it waits ends with
 // ErrNotAdded at once, not at its deadline.
 func TestConnRequestEndsWhenRemoved(t *testing.T) {
-	sent := make(chan *agency.Message, 1)
-	a := agency.MustNewAgent("Asker")
-	c, err := agency.Connect(a, agency.RouterFunc(func(_ context.Context, m *agency.Message) error {
-		sent <- m
-		return nil
-	}))
-	if err != nil {
-		t.Fatal(err)
-	}
+	a, c, sent := connectAsker(t, 1)
 	c.Added(context.Background())
 	errs := make(chan error, 1)
 	go func() {
@@ -234,15 +218,7 @@ type askArgs struct{ N int }
 // afterwards.
 func TestConnManyRequestsWaiting(t *testing.T) {
 	for _, n := range []int{40, 3} {
-		sent := make(chan *agency.Message, n)
-		a := agency.MustNewAgent("Asker")
-		c, err := agency.Connect(a, agency.RouterFunc(func(_ context.Context, m *agency.Message) error {
-			sent <- m
-			return nil
-		}))
-		if err != nil {
-			t.Fatal(err)
-		}
+		a, c, sent := connectAsker(t, n)
 		c.Added(context.Background())
 		type result struct {
 			i   int
@@ -288,4 +264,20 @@ func TestConnManyRequestsWaiting(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+}
+
+// connectAsker connects an agent "Asker" to a router that keeps what it
+// sends in a channel of room n.
+func connectAsker(t *testing.T, n int) (*agency.Agent, *agency.Conn, chan *agency.Message) {
+	t.Helper()
+	sent := make(chan *agency.Message, n)
+	a := agency.MustNewAgent("Asker")
+	c, err := agency.Connect(a, agency.RouterFunc(func(_ context.Context, m *agency.Message) error {
+		sent <- m
+		return nil
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a, c, sent
 }
