@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/chromedp"
+
 	"github.com/seed72275b23/agency-go/actions/plan"
 	"github.com/seed72275b23/agency-go/actions/plan/planhttp"
 )
@@ -76,5 +78,44 @@ func TestAutoApprovedShape(t *testing.T) {
 	steps = stepsOf()
 	if s := steps[1]; s["status"] != "completed" || s["human_approval_status"] != "accepted" || s["auto_approved"] != false {
 		t.Errorf("the person's step after the approval: %v", s)
+	}
+}
+
+// The page in a real browser: the step the rule approved shows as
+// completed and "Approved automatically", with no buttons; the person's
+// step waits with its buttons, and once approved is not marked automatic.
+func TestBrowserAutoApproved(t *testing.T) {
+	exe := browser(t)
+	jessica := func(s plan.Step) bool { return strings.Contains(string(s.Args), "Jessica") }
+	f := newFixtureWith(t, []plan.Option{plan.AutoApprove(jessica)}, []planhttp.Option{planhttp.DevUser("u1")}, script()...)
+	ctx := openBrowser(t, exe)
+	step := func(n int) string { return fmt.Sprintf(`#steps tr[data-seq="%d"]`, n) }
+	var first, second string
+	var buttons int
+	err := chromedp.Run(ctx,
+		chromedp.Navigate(f.srv.URL+"/"),
+		chromedp.WaitVisible("#task-description", chromedp.ByQuery),
+		chromedp.SendKeys("#task-description", "Onboard Jessica Smith and John Doe", chromedp.ByQuery),
+		chromedp.Click("#task-create", chromedp.ByQuery),
+		chromedp.WaitVisible(step(2)+`[data-status="awaiting_feedback"] button.approve`, chromedp.ByQuery),
+		chromedp.WaitVisible(step(1)+`[data-status="completed"][data-auto="true"] .auto`, chromedp.ByQuery),
+		chromedp.Text(step(1), &first, chromedp.ByQuery),
+		chromedp.Evaluate(`document.querySelectorAll('#steps tr[data-seq="1"] button').length`, &buttons),
+		chromedp.Click(step(2)+" button.approve", chromedp.ByQuery),
+		chromedp.WaitVisible(`#plan-status.s-completed`, chromedp.ByQuery),
+		chromedp.WaitVisible(step(2)+`[data-status="completed"]:not([data-auto])`, chromedp.ByQuery),
+		chromedp.Text(step(2), &second, chromedp.ByQuery),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(first, "Approved automatically") || !strings.Contains(first, "Record of Jessica Smith") {
+		t.Errorf("step 1 shows %q", first)
+	}
+	if buttons != 0 {
+		t.Errorf("step 1 shows %d buttons", buttons)
+	}
+	if strings.Contains(second, "automatically") || !strings.Contains(second, "Record of John Doe") {
+		t.Errorf("step 2 shows %q", second)
 	}
 }
