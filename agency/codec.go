@@ -323,12 +323,14 @@ func (m *Message) UnmarshalJSON(data []byte) error {
 	if err := ValidateID(out.From); err != nil {
 		return fmt.Errorf("%w: from: %v", ErrMalformedMessage, err)
 	}
-	var meta, args []byte
+	var meta, args, firstLit []byte
 	var first string
 	var count int
 	var names problems       // from the second name on
 	var seen map[string]bool // made at the second name: one is the rule
-	err = eachMember(action, func(key string, raw []byte) error {
+	// The keys are views of data while the walk runs: the action name is
+	// made a string of its own with the others, by strs.
+	err = eachMemberView(action, func(key string, lit, raw []byte) error {
 		if key == metaKey {
 			if meta != nil {
 				return fmt.Errorf("%w: key %q given twice", ErrMalformedMessage, key)
@@ -338,7 +340,7 @@ func (m *Message) UnmarshalJSON(data []byte) error {
 		}
 		switch {
 		case count == 0:
-			first, args = key, raw
+			first, firstLit, args = key, lit, raw
 		case seen == nil && key != first:
 			seen = map[string]bool{first: true, key: true}
 			names.add(truncate(first, maxQuoted)) // listed only when wrong
@@ -364,9 +366,11 @@ func (m *Message) UnmarshalJSON(data []byte) error {
 		return fmt.Errorf("%w: the action object names %d actions (%s); a message carries exactly one",
 			ErrMalformedMessage, names.n, names.join(", "))
 	}
-	out.Action = first
-	if err := validateActionName(out.Action); err != nil {
+	if err := validateActionName(first); err != nil {
 		return fmt.Errorf("%w: %v", ErrMalformedMessage, err)
+	}
+	if out.Action, err = strs.set(firstLit, wireAction); err != nil {
+		return err
 	}
 	if meta != nil {
 		if err := out.decodeMeta(meta, &strs); err != nil {
@@ -532,13 +536,13 @@ func isValueKey(lit []byte) bool {
 }
 
 // wireStrings makes the strings a decoded message keeps of its input (to,
-// from, id, parent_id) in one allocation rather than one each. Until done,
+// from, action, id, parent_id) in one allocation rather than one each. Until done,
 // those that need no unescaping are views of the input, good for checking
 // them; done puts copies in their place, made together, so that the
 // message pins no more of its input than their bytes.
 type wireStrings struct {
-	bodies [4][]byte
-	fields [4]wireField
+	bodies [5][]byte
+	fields [5]wireField
 	n      int
 }
 
@@ -548,6 +552,7 @@ type wireField uint8
 const (
 	wireTo wireField = iota
 	wireFrom
+	wireAction
 	wireID
 	wireParentID
 )
@@ -603,6 +608,8 @@ func (w *wireStrings) done(m *Message) {
 			m.To = s
 		case wireFrom:
 			m.From = s
+		case wireAction:
+			m.Action = s
 		case wireID:
 			m.ID = s
 		case wireParentID:
@@ -661,6 +668,30 @@ func eachMember(obj []byte, f func(key string, raw []byte) error) error {
 			return err
 		}
 		fErr = f(key, raw)
+		return fErr
+	})
+	if err != nil && fErr == nil { // a key that did not unquote
+		return fmt.Errorf("%w: %v", ErrMalformedMessage, err)
+	}
+	return err
+}
+
+// eachMemberView is eachMember for a walk that keeps no key: a key that
+// needs no unescaping is a view of obj's bytes (a string that shares
+// them), which the caller copies if it keeps it.
+func eachMemberView(obj []byte, f func(key string, lit, raw []byte) error) error {
+	var fErr error
+	err := jsonscan.MembersRaw(obj, func(lit, raw []byte) error {
+		var key string
+		if body := lit[1 : len(lit)-1]; len(body) > 0 && jsonscan.Plain(lit) {
+			key = unsafe.String(&body[0], len(body))
+		} else {
+			var err error
+			if key, err = jsonscan.Unquote(lit); err != nil {
+				return err
+			}
+		}
+		fErr = f(key, lit, raw)
 		return fErr
 	})
 	if err != nil && fErr == nil { // a key that did not unquote

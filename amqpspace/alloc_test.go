@@ -27,8 +27,8 @@ import (
 // encoding/json (2026-11-26) the budgets were 127 and 282; before the
 // codec's single pass and the pooled publish timer, 145 and 304.
 const (
-	budgetAMQPOneWay  = 124 // Send of a 200-byte tick, confirmed and handled
-	budgetAMQPRequest = 265 // Call with a context.WithTimeout made for it, answered
+	budgetAMQPOneWay  = 123 // Send of a 200-byte tick, confirmed and handled
+	budgetAMQPRequest = 263 // Call with a context.WithTimeout made for it, answered
 )
 
 func TestAllocsPerMessage(t *testing.T) {
