@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unsafe"
 
 	"github.com/seed72275b23/agency-go/internal/jsonscan"
 )
@@ -26,7 +27,7 @@ func (m *Message) MarshalJSON() ([]byte, error) {
 	// comes after those of __meta__, as it always has.
 	args, argsErr := m.encodeArgs()
 	var b bytes.Buffer
-	b.Grow(len(args) + len(m.To) + len(m.From) + len(m.Action) + len(m.ID) + len(m.ParentID) + 160)
+	b.Grow(len(args) + len(m.To) + len(m.From) + len(m.Action) + len(m.ID) + len(m.ParentID) + 170)
 	b.WriteString(`{"to":`)
 	writeJSONString(&b, m.To)
 	b.WriteString(`,"from":`)
@@ -51,7 +52,10 @@ func (m *Message) MarshalJSON() ([]byte, error) {
 	}
 	if !m.Deadline.IsZero() {
 		field("deadline")
-		writeJSONString(&b, m.Deadline.UTC().Format(time.RFC3339Nano))
+		// An RFC 3339 time needs no escaping: written in place, no string.
+		b.WriteByte('"')
+		b.Write(m.Deadline.UTC().AppendFormat(b.AvailableBuffer(), time.RFC3339Nano))
+		b.WriteByte('"')
 	}
 	if m.NoReply {
 		field("no_reply")
@@ -76,12 +80,19 @@ func (m *Message) MarshalJSON() ([]byte, error) {
 	if argsErr != nil {
 		return nil, argsErr
 	}
-	b.Write(args)
+	if m.Action == ResponseAction {
+		b.WriteString(`{"value":`)
+		b.Write(args)
+		b.WriteByte('}')
+	} else {
+		b.Write(args)
+	}
 	b.WriteString("}}")
 	return b.Bytes(), nil
 }
 
-// encodeArgs returns the JSON object that stands under the action name.
+// encodeArgs returns the JSON object that stands under the action name;
+// for a [response], the value that stands under "value" in that object.
 func (m *Message) encodeArgs() ([]byte, error) {
 	switch m.Action {
 	case ResponseAction:
@@ -89,7 +100,7 @@ func (m *Message) encodeArgs() ([]byte, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%w: response value: %v", ErrMalformedMessage, err)
 		}
-		return append(append([]byte(`{"value":`), v...), '}'), nil
+		return v, nil
 	case ErrorAction:
 		ae, _ := m.Err().(*ActionError)
 		return json.Marshal(struct {
@@ -105,7 +116,7 @@ func marshalValue(v any) ([]byte, error) {
 		if len(raw) == 0 {
 			return []byte("null"), nil
 		}
-		if !json.Valid(raw) {
+		if !jsonscan.Valid(raw) {
 			return nil, fmt.Errorf("invalid JSON %.40q", raw)
 		}
 		return raw, nil
@@ -293,10 +304,11 @@ func (m *Message) UnmarshalJSON(data []byte) error {
 			ErrMalformedMessage, unknown.join(", "))
 	}
 	var out Message
-	if out.To, err = topString(to, "to"); err != nil {
+	var strs wireStrings
+	if out.To, err = strs.top(to, "to", wireTo); err != nil {
 		return err
 	}
-	if out.From, err = topString(from, "from"); err != nil {
+	if out.From, err = strs.top(from, "from", wireFrom); err != nil {
 		return err
 	}
 	if isNull(action) {
@@ -311,12 +323,14 @@ func (m *Message) UnmarshalJSON(data []byte) error {
 	if err := ValidateID(out.From); err != nil {
 		return fmt.Errorf("%w: from: %v", ErrMalformedMessage, err)
 	}
-	var meta, args []byte
+	var meta, args, firstLit []byte
 	var first string
 	var count int
 	var names problems       // from the second name on
 	var seen map[string]bool // made at the second name: one is the rule
-	err = eachMember(action, func(key string, raw []byte) error {
+	// The keys are views of data while the walk runs: the action name is
+	// made a string of its own with the others, by strs.
+	err = eachMemberView(action, func(key string, lit, raw []byte) error {
 		if key == metaKey {
 			if meta != nil {
 				return fmt.Errorf("%w: key %q given twice", ErrMalformedMessage, key)
@@ -326,7 +340,7 @@ func (m *Message) UnmarshalJSON(data []byte) error {
 		}
 		switch {
 		case count == 0:
-			first, args = key, raw
+			first, firstLit, args = key, lit, raw
 		case seen == nil && key != first:
 			seen = map[string]bool{first: true, key: true}
 			names.add(truncate(first, maxQuoted)) // listed only when wrong
@@ -352,18 +366,21 @@ func (m *Message) UnmarshalJSON(data []byte) error {
 		return fmt.Errorf("%w: the action object names %d actions (%s); a message carries exactly one",
 			ErrMalformedMessage, names.n, names.join(", "))
 	}
-	out.Action = first
-	if err := validateActionName(out.Action); err != nil {
+	if err := validateActionName(first); err != nil {
 		return fmt.Errorf("%w: %v", ErrMalformedMessage, err)
 	}
+	if out.Action, err = strs.set(firstLit, wireAction); err != nil {
+		return err
+	}
 	if meta != nil {
-		if err := out.decodeMeta(meta); err != nil {
+		if err := out.decodeMeta(meta, &strs); err != nil {
 			return err
 		}
 	}
 	if err := out.decodeArgs(args); err != nil {
 		return err
 	}
+	strs.done(&out)
 	*m = out
 	return nil
 }
@@ -371,8 +388,8 @@ func (m *Message) UnmarshalJSON(data []byte) error {
 // decodeMeta reads __meta__: the framework's keys into their fields, the
 // others into Meta. The walk reads the framework's keys as they are, and
 // decodes only the others into Go values, for a map only when there are
-// any.
-func (m *Message) decodeMeta(raw json.RawMessage) error {
+// any. The ids' strings are made by strs.
+func (m *Message) decodeMeta(raw json.RawMessage, strs *wireStrings) error {
 	if isNull(raw) {
 		return nil
 	}
@@ -386,21 +403,19 @@ func (m *Message) decodeMeta(raw json.RawMessage) error {
 			if v[0] != '"' {
 				return fmt.Errorf("%w: __meta__.%s must be a string", ErrMalformedMessage, k)
 			}
-			s, err := unquote(v)
-			if err != nil {
-				return err
-			}
+			var err error
 			if k == "id" {
-				m.ID = s
+				m.ID, err = strs.set(v, wireID)
 			} else {
-				m.ParentID = s
+				m.ParentID, err = strs.set(v, wireParentID)
 			}
+			return err
 		case "deadline":
 			var t time.Time
 			err := errors.New("not a string")
 			if v[0] == '"' {
 				var s string
-				if s, err = unquote(v); err == nil {
+				if s, err = stringView(v); err == nil {
 					t, err = time.Parse(time.RFC3339Nano, s)
 				}
 			}
@@ -440,6 +455,16 @@ func (m *Message) decodeMeta(raw json.RawMessage) error {
 	return nil
 }
 
+// stringView returns the string the valid JSON string literal lit decodes
+// to, for a use that does not keep it: a view of lit's bytes where they
+// need no unescaping.
+func stringView(lit []byte) (string, error) {
+	if body := lit[1 : len(lit)-1]; len(body) > 0 && jsonscan.Plain(lit) {
+		return unsafe.String(&body[0], len(body)), nil
+	}
+	return unquote(lit)
+}
+
 // metaText is a meta value as an error shows it: a string's text, or the
 // JSON of anything else.
 func metaText(v []byte) string {
@@ -459,16 +484,21 @@ func (m *Message) decodeArgs(raw json.RawMessage) error {
 	}
 	switch m.Action {
 	case ResponseAction:
-		var r struct {
-			Value json.RawMessage `json:"value"`
-		}
+		// What json.Unmarshal into struct{ Value json.RawMessage
+		// `json:"value"` } gives, without its reflection: the raw text
+		// of the last key that matches "value" regardless of case (as
+		// encoding/json matches it), other keys ignored.
+		var value []byte
 		if raw != nil {
-			if err := json.Unmarshal(raw, &r); err != nil {
-				return fmt.Errorf("%w: [response]: %v", ErrMalformedMessage, err)
-			}
+			_ = jsonscan.MembersRaw(raw, func(lit, v []byte) error { // valid JSON: no error
+				if isValueKey(lit) {
+					value = v
+				}
+				return nil
+			})
 		}
-		if len(r.Value) > 0 {
-			m.Args = r.Value
+		if len(value) > 0 {
+			m.Args = json.RawMessage(value)
 		}
 	case ErrorAction:
 		var e struct {
@@ -495,15 +525,97 @@ func (m *Message) decodeArgs(raw json.RawMessage) error {
 	return nil
 }
 
-// topString decodes the string value of a top-level key of a message.
-func topString(raw []byte, key string) (string, error) {
+// isValueKey reports whether the key literal lit names the "value" of a
+// [response] as encoding/json would match it to a field tagged "value".
+func isValueKey(lit []byte) bool {
+	if jsonscan.Plain(lit) {
+		return bytes.EqualFold(lit[1:len(lit)-1], []byte("value"))
+	}
+	k, err := jsonscan.Unquote(lit)
+	return err == nil && strings.EqualFold(k, "value")
+}
+
+// wireStrings makes the strings a decoded message keeps of its input (to,
+// from, action, id, parent_id) in one allocation rather than one each. Until done,
+// those that need no unescaping are views of the input, good for checking
+// them; done puts copies in their place, made together, so that the
+// message pins no more of its input than their bytes.
+type wireStrings struct {
+	bodies [5][]byte
+	fields [5]wireField
+	n      int
+}
+
+// wireField names a string field of a Message that wireStrings makes.
+type wireField uint8
+
+const (
+	wireTo wireField = iota
+	wireFrom
+	wireAction
+	wireID
+	wireParentID
+)
+
+// top returns the string value of the top-level key of a message, which
+// is its field f.
+func (w *wireStrings) top(raw []byte, key string, f wireField) (string, error) {
 	if isNull(raw) {
 		return "", fmt.Errorf("%w: no %q", ErrMalformedMessage, key)
 	}
 	if raw[0] != '"' {
 		return "", fmt.Errorf("%w: %q must be a string, not %s", ErrMalformedMessage, key, jsonKindOf(raw))
 	}
-	return unquote(raw)
+	return w.set(raw, f)
+}
+
+// set returns the string the valid JSON string literal lit decodes to,
+// the value of the message's field f.
+func (w *wireStrings) set(lit []byte, f wireField) (string, error) {
+	body := lit[1 : len(lit)-1]
+	switch {
+	case len(body) == 0:
+		return "", nil
+	case !jsonscan.Plain(lit) || w.n == len(w.bodies): // escaped, or an id given more than once
+		return unquote(lit)
+	}
+	w.bodies[w.n], w.fields[w.n] = body, f
+	w.n++
+	return unsafe.String(&body[0], len(body)), nil // a view until done
+}
+
+// done gives m's fields that are views copies of their own, made in one
+// allocation.
+func (w *wireStrings) done(m *Message) {
+	if w.n == 0 {
+		return
+	}
+	total := 0
+	for _, b := range w.bodies[:w.n] {
+		total += len(b)
+	}
+	var sb strings.Builder
+	sb.Grow(total)
+	for _, b := range w.bodies[:w.n] {
+		sb.Write(b)
+	}
+	all, at := sb.String(), 0
+	for i, b := range w.bodies[:w.n] {
+		s := all[at : at+len(b)]
+		at += len(b)
+		switch w.fields[i] {
+		case wireTo:
+			m.To = s
+		case wireFrom:
+			m.From = s
+		case wireAction:
+			m.Action = s
+		case wireID:
+			m.ID = s
+		case wireParentID:
+			m.ParentID = s
+		}
+	}
 }
 
 // describeTopLevel says why data is not a JSON object.
@@ -556,6 +668,30 @@ func eachMember(obj []byte, f func(key string, raw []byte) error) error {
 			return err
 		}
 		fErr = f(key, raw)
+		return fErr
+	})
+	if err != nil && fErr == nil { // a key that did not unquote
+		return fmt.Errorf("%w: %v", ErrMalformedMessage, err)
+	}
+	return err
+}
+
+// eachMemberView is eachMember for a walk that keeps no key: a key that
+// needs no unescaping is a view of obj's bytes (a string that shares
+// them), which the caller copies if it keeps it.
+func eachMemberView(obj []byte, f func(key string, lit, raw []byte) error) error {
+	var fErr error
+	err := jsonscan.MembersRaw(obj, func(lit, raw []byte) error {
+		var key string
+		if body := lit[1 : len(lit)-1]; len(body) > 0 && jsonscan.Plain(lit) {
+			key = unsafe.String(&body[0], len(body))
+		} else {
+			var err error
+			if key, err = jsonscan.Unquote(lit); err != nil {
+				return err
+			}
+		}
+		fErr = f(key, lit, raw)
 		return fErr
 	})
 	if err != nil && fErr == nil { // a key that did not unquote

@@ -192,6 +192,46 @@ func TestCodecRoundTripResponse(t *testing.T) {
 	}
 }
 
+// TestDecodeResponseValueAsEncodingJSON: the value of a [response] from
+// the wire is what encoding/json reads into a field tagged "value": the
+// key matched regardless of case, the last of several, others ignored.
+func TestDecodeResponseValueAsEncodingJSON(t *testing.T) {
+	for _, args := range []string{
+		`{"value":1}`,
+		`{"Value":"two"}`,
+		`{"VALUE":3,"value":4}`,
+		`{"value":4,"VaLuE":[5, 6]}`,
+		`{"value":null}`,
+		`{"other":1}`,
+		`{}`,
+		`{"valu\u0065":{"a": {"b": [7]}}}`,
+		`{ "value" : { "x" : "}" } , "y" : 8 }`,
+		`{"valueX":9,"xvalue":10}`,
+		`{"v\u00e1lue":11}`,
+		`null`,
+	} {
+		body := `{"to":"User","from":"Calc","action":{"__meta__":{"id":"r-1","parent_id":"q-1"},"[response]":` + args + `}}`
+		m, err := agency.DecodeMessage([]byte(body))
+		if err != nil {
+			t.Errorf("%s: %v", args, err)
+			continue
+		}
+		var want struct {
+			Value json.RawMessage `json:"value"`
+		}
+		if err := json.Unmarshal([]byte(args), &want); err != nil {
+			t.Fatal(err)
+		}
+		got, _ := m.Args.(json.RawMessage)
+		if m.Args != nil && got == nil {
+			t.Errorf("%s: Args is a %T", args, m.Args)
+		}
+		if string(got) != string(want.Value) || (m.Args == nil) != (len(want.Value) == 0) {
+			t.Errorf("%s: value %#v, encoding/json reads %q", args, m.Args, want.Value)
+		}
+	}
+}
+
 func TestCodecRoundTripError(t *testing.T) {
 	for _, tc := range []struct {
 		typ      agency.ErrorType
@@ -525,6 +565,24 @@ func TestDecodeMessageSpacingAndEscapes(t *testing.T) {
 
 // TestDecodeMessageKeepsNoReference shows a decoded message owns its bytes:
 // a transport may reuse its read buffer as soon as DecodeMessage returns.
+// The strings of a decoded message come out the same whether they were
+// escaped on the wire or not, mixed in any order; an id given twice in
+// __meta__ is the last one, as it always was.
+func TestDecodeMessageStrings(t *testing.T) {
+	in := `{"action":{"__meta__":{"parent_id":"p\u002d1","id":"first","deadline":"2026-11-26T01:02:03.5Z","id":"second"},` +
+		`"[response]":{"value":1}},"from":"Calc\u00e9","to":"User"}`
+	m, err := agency.DecodeMessage([]byte(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.To != "User" || m.From != "Calcé" || m.ID != "second" || m.ParentID != "p-1" {
+		t.Errorf("got to=%q from=%q id=%q parent_id=%q", m.To, m.From, m.ID, m.ParentID)
+	}
+	if want := time.Date(2026, 11, 26, 1, 2, 3, 5e8, time.UTC); !m.Deadline.Equal(want) {
+		t.Errorf("deadline %v, want %v", m.Deadline, want)
+	}
+}
+
 func TestDecodeMessageKeepsNoReference(t *testing.T) {
 	buf := []byte(`{"to":"A","from":"B","action":{"add":{"a":1}}}`)
 	m, err := agency.DecodeMessage(buf)

@@ -108,12 +108,14 @@ func benchSendOneWay(b *testing.B, cfg amqpspace.Config) {
 
 		b.ReportAllocs()
 		b.ResetTimer()
+		cpu := cpuPerOp(b)
 		inParallel(b, oneWayInFlight, func(int) error {
 			_, err := send.Send(ctx, to, "tick", args)
 			return err
 		})
 		waitHandled(b, done, &handled)
 		b.StopTimer()
+		cpu()
 		b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "msgs/s")
 	})
 }
@@ -150,6 +152,7 @@ func BenchmarkRawAMQPOneWay(b *testing.B) {
 
 		b.ReportAllocs()
 		b.ResetTimer()
+		cpu := cpuPerOp(b)
 		for range b.N {
 			window <- struct{}{}
 			var m bareTick
@@ -167,6 +170,7 @@ func BenchmarkRawAMQPOneWay(b *testing.B) {
 		waitHandled(b, allConfirmed, &confirmed)
 		waitHandled(b, done, &consumed)
 		b.StopTimer()
+		cpu()
 		pub.check(b)
 		b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "msgs/s")
 	})
@@ -191,6 +195,7 @@ func BenchmarkRawAMQPConfirmedPublish(b *testing.B) {
 		}, nil)
 		b.ReportAllocs()
 		b.ResetTimer()
+		cpu := cpuPerOp(b)
 		for range b.N {
 			window <- struct{}{}
 			var m bareTick
@@ -207,6 +212,7 @@ func BenchmarkRawAMQPConfirmedPublish(b *testing.B) {
 		}
 		waitHandled(b, allConfirmed, &confirmed)
 		b.StopTimer()
+		cpu()
 		pub.check(b)
 		b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "msgs/s")
 	})
@@ -221,6 +227,7 @@ func BenchmarkAMQPRequest(b *testing.B) {
 	times := make([]time.Duration, b.N)
 	b.ReportAllocs()
 	b.ResetTimer()
+	cpu := cpuPerOp(b)
 	for i := range b.N {
 		start := time.Now()
 		n, err := callEcho(caller, to, i)
@@ -230,6 +237,7 @@ func BenchmarkAMQPRequest(b *testing.B) {
 		}
 	}
 	b.StopTimer()
+	cpu()
 	reportLatency(b, times)
 }
 
@@ -243,6 +251,7 @@ func BenchmarkRawAMQPRequest(b *testing.B) {
 	times := make([]time.Duration, b.N)
 	b.ReportAllocs()
 	b.ResetTimer()
+	cpu := cpuPerOp(b)
 	for i := range b.N {
 		start := time.Now()
 		n, err := q.call(i, benchTimeout)
@@ -252,6 +261,7 @@ func BenchmarkRawAMQPRequest(b *testing.B) {
 		}
 	}
 	b.StopTimer()
+	cpu()
 	q.pub.check(b)
 	reportLatency(b, times)
 }
@@ -263,6 +273,7 @@ func BenchmarkAMQPRequestConcurrent(b *testing.B) {
 	caller, to := echoPair(b, concurrentRequesters)
 	b.ReportAllocs()
 	b.ResetTimer()
+	cpu := cpuPerOp(b)
 	inParallel(b, concurrentRequesters, func(i int) error {
 		n, err := callEcho(caller, to, i)
 		if err == nil && n != i {
@@ -271,6 +282,7 @@ func BenchmarkAMQPRequestConcurrent(b *testing.B) {
 		return err
 	})
 	b.StopTimer()
+	cpu()
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "req/s")
 }
 
@@ -281,6 +293,7 @@ func BenchmarkRawAMQPRequestConcurrent(b *testing.B) {
 	q := rawEchoPair(b, concurrentRequesters)
 	b.ReportAllocs()
 	b.ResetTimer()
+	cpu := cpuPerOp(b)
 	inParallel(b, concurrentRequesters, func(i int) error {
 		n, err := q.call(i, benchTimeout)
 		if err == nil && n != i {
@@ -289,6 +302,7 @@ func BenchmarkRawAMQPRequestConcurrent(b *testing.B) {
 		return err
 	})
 	b.StopTimer()
+	cpu()
 	q.pub.check(b)
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "req/s")
 }
@@ -378,4 +392,17 @@ func reportLatency(b *testing.B, times []time.Duration) {
 	slices.Sort(times)
 	b.ReportMetric(float64(times[len(times)/2].Nanoseconds())/1e3, "µs-median")
 	b.ReportMetric(float64(times[len(times)*99/100].Nanoseconds())/1e3, "µs-p99")
+}
+
+// cpuPerOp starts counting the CPU time of the process (this client's,
+// not the broker's); the function it returns reports it per operation, as
+// cpu-µs/op. On two cores the client's CPU per request is what bounds
+// the concurrent benchmarks, so the pairs are compared on it too.
+func cpuPerOp(b *testing.B) func() {
+	start, ok := processCPU()
+	return func() {
+		if end, ok2 := processCPU(); ok && ok2 {
+			b.ReportMetric(float64(end-start)/1e3/float64(b.N), "cpu-µs/op")
+		}
+	}
 }

@@ -772,7 +772,7 @@ func (mem *member) stopIntake(ctx context.Context, sess *session, sub *subscript
 	mem.mu.Unlock()
 	for _, name := range q {
 		// Straight to the queue, through the default exchange.
-		err := sess.pub.publish(ctx, "", name, true, amqp.Publishing{Type: fenceType, MessageId: token})
+		err := sess.pub.publish(ctx, "", name, true, amqp.Publishing{Type: fenceType, MessageId: token}, time.Time{})
 		if err != nil {
 			s.log.Warn("amqpspace: could not fence a leaving agent's queue; messages still in it are dropped", "queue", name, "error", err)
 			return nil

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"sync"
 	"time"
+	"unsafe"
 
 	amqp "github.com/rabbitmq/amqp091-go"
 
@@ -54,6 +55,18 @@ type publishing struct {
 
 	returned bool
 	result   chan error // buffered: receives exactly one outcome
+
+	// The bytes of msg.CorrelationId and msg.Expiration, numbers in
+	// decimal: in the publishing's own allocation rather than one each.
+	// Written once, before the message is published.
+	corr, ttl [20]byte
+}
+
+// decimal writes n in decimal into buf and returns it as a string that
+// shares buf's bytes: buf must not change while the string is in use.
+func decimal(buf *[20]byte, n uint64) string {
+	b := strconv.AppendUint(buf[:0], n, 10)
+	return unsafe.String(&buf[0], len(b))
 }
 
 // confirmBuffer is how many confirmations the client library can hand
@@ -99,7 +112,7 @@ func (p *publisher) write() {
 		p.waiting[tag] = w
 		p.mu.Unlock()
 		if w.mandatory {
-			w.msg.CorrelationId = strconv.FormatUint(tag, 10)
+			w.msg.CorrelationId = decimal(&w.corr, tag)
 		}
 		stall.Reset(p.timeout)
 		err := p.ch.Publish(w.exchange, w.key, w.mandatory, false, w.msg)
@@ -183,13 +196,14 @@ func (p *publisher) forget(tag uint64) bool {
 }
 
 // publish sends msg to the exchange (or, with exchange "", straight to the
-// queue named key) and waits until the broker confirms it, returns it
+// queue named key), with deadline, unless it is zero, as its expiration
+// (see expiration), and waits until the broker confirms it, returns it
 // (agency.ErrNoRecipient; only mandatory messages are returned), refuses
 // it (ErrRejected), or the connection goes (ErrUnconfirmed and
 // ErrDisconnected) — or until ctx ends or the publish timeout passes,
 // whichever comes first (ErrUnconfirmed once the message is on its way, the
 // context's error alone before).
-func (p *publisher) publish(ctx context.Context, exchange, key string, mandatory bool, msg amqp.Publishing) error {
+func (p *publisher) publish(ctx context.Context, exchange, key string, mandatory bool, msg amqp.Publishing, deadline time.Time) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("amqpspace: the message was not sent: %w", err)
 	}
@@ -199,6 +213,12 @@ func (p *publisher) publish(ctx context.Context, exchange, key string, mandatory
 	defer putTimer(timeout)
 	msg.AppId = p.appID
 	w := &publishing{exchange: exchange, key: key, mandatory: mandatory, msg: msg, result: make(chan error, 1)}
+	if !deadline.IsZero() {
+		// The broker drops the message once its sender has stopped
+		// waiting, wherever it waits; the recipient checks again when it
+		// gets to it.
+		w.msg.Expiration = decimal(&w.ttl, expiration(time.Until(deadline)))
+	}
 	select {
 	case p.requests <- w:
 	case <-p.gone:

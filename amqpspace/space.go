@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -422,18 +421,12 @@ func (s *Space) send(ctx context.Context, m *agency.Message) error {
 	if s.cfg.Durable {
 		msg.DeliveryMode = amqp.Persistent
 	}
-	if !m.Deadline.IsZero() {
-		// The broker drops the message once its sender has stopped
-		// waiting, wherever it waits; the recipient checks again when it
-		// gets to it.
-		msg.Expiration = expiration(time.Until(m.Deadline))
-	}
-	err = sess.pub.publish(ctx, s.cfg.Exchange, key, mandatory, msg)
+	err = sess.pub.publish(ctx, s.cfg.Exchange, key, mandatory, msg, m.Deadline)
 	if errors.Is(err, agency.ErrNoRecipient) && m.IsResponse() {
 		// An agent that is leaving has unbound its id, but its running
 		// actions still wait for their answers: its queue is bound with
 		// the leaving key until it is gone.
-		err = sess.pub.publish(ctx, s.cfg.Exchange, leavingPrefix+m.To, true, msg)
+		err = sess.pub.publish(ctx, s.cfg.Exchange, leavingPrefix+m.To, true, msg, m.Deadline)
 	}
 	if errors.Is(err, agency.ErrNoRecipient) {
 		return fmt.Errorf("%w: %q", agency.ErrNoRecipient, m.To)
@@ -441,12 +434,12 @@ func (s *Space) send(ctx context.Context, m *agency.Message) error {
 	return err
 }
 
-// expiration is the per-message TTL (milliseconds, as a string) for a
-// message with d left before its deadline: rounded up, so that the broker
-// never drops it before then, and 0 for a deadline that has passed.
-func expiration(d time.Duration) string {
+// expiration is the per-message TTL (milliseconds) for a message with d
+// left before its deadline: rounded up, so that the broker never drops it
+// before then, and 0 for a deadline that has passed.
+func expiration(d time.Duration) uint64 {
 	if d <= 0 {
-		return "0"
+		return 0
 	}
-	return strconv.FormatInt(int64((d+time.Millisecond-1)/time.Millisecond), 10)
+	return uint64((d + time.Millisecond - 1) / time.Millisecond)
 }
