@@ -233,7 +233,9 @@ func (c *Conn) noRecipient(m *Message) {
 // Request may be called from inside an action: responses never wait behind
 // the agent's queue.
 func (a *Agent) Request(ctx context.Context, to, action string, args any) (*Message, error) {
-	return a.RequestMessage(ctx, &Message{To: to, Action: action, Args: args})
+	m := newSentMessage() // the message and its id in one allocation, as Send makes them
+	m.To, m.Action, m.Args = to, action, args
+	return a.RequestMessage(ctx, m)
 }
 
 // RequestMessage is Request with the whole message in the caller's hands; see

@@ -1038,7 +1038,8 @@ func (c *Conn) reply(ctx context.Context, m *Message, action string, args any) e
 		// whatever the handler or the input made of it.
 		args = &ActionError{Type: ae.Type, Text: limitErrorText(ae.Text)}
 	}
-	r := &Message{To: m.From, From: c.agent.id, ID: NewID(), ParentID: m.ID, Action: action, Args: args}
+	r := newSentMessage() // the response and its id in one allocation
+	r.To, r.From, r.ParentID, r.Action, r.Args = m.From, c.agent.id, m.ID, action, args
 	if err := c.router.Route(ctx, r); err != nil {
 		return c.replyFailed(m, err)
 	}
