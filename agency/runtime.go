@@ -270,6 +270,13 @@ func (c *Conn) finish() {
 	c.mu.Unlock()
 }
 
+// Leaving reports whether the agent has started to leave: [Conn.BeforeRemove]
+// or [Conn.Close] has been called. A space that lets an agent's id go only
+// after that may send a response to a Conn it remembers while Leaving is
+// false: no later Conn with that id exists yet, so none can be waiting for
+// the response. Safe for concurrent use.
+func (c *Conn) Leaving() bool { return c.closing.Load() != nil }
+
 // Agent returns the connected agent.
 func (c *Conn) Agent() *Agent { return c.agent }
 
