@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"reflect"
+	"runtime"
 	"sync/atomic"
 )
 
@@ -233,7 +234,9 @@ func (c *Conn) noRecipient(m *Message) {
 // Request may be called from inside an action: responses never wait behind
 // the agent's queue.
 func (a *Agent) Request(ctx context.Context, to, action string, args any) (*Message, error) {
-	return a.RequestMessage(ctx, &Message{To: to, Action: action, Args: args})
+	m := newSentMessage() // the message and its id in one allocation, as Send makes them
+	m.To, m.Action, m.Args = to, action, args
+	return a.RequestMessage(ctx, m)
 }
 
 // RequestMessage is Request with the whole message in the caller's hands; see
@@ -262,23 +265,34 @@ func (a *Agent) RequestMessage(ctx context.Context, m *Message) (*Message, error
 		}
 		return nil, err
 	}
+	// Yield once before waiting: a recipient in this process is most often
+	// served on this goroutine's processor, and answers within that turn.
+	// An answer that finds its caller not yet parked wakes no one, and the
+	// caller takes it on its next turn; parking at once would cost a
+	// wake-up (and often a sleeping thread's) for every request.
+	runtime.Gosched()
+	var r answer
 	select {
-	case r := <-ch:
-		if expired(ctx) {
-			// The answer came, but after the caller stopped waiting: the
-			// caller hears what it would have heard a moment earlier.
+	case r = <-ch:
+	default:
+		select {
+		case r = <-ch:
+		case <-ctx.Done():
 			return nil, requestError(ctx, m.To, m.Action)
 		}
-		if r.err != nil {
-			return nil, r.err
-		}
-		if err := r.m.Err(); err != nil {
-			return nil, err
-		}
-		return r.m, nil
-	case <-ctx.Done():
+	}
+	if expired(ctx) {
+		// The answer came, but after the caller stopped waiting: the
+		// caller hears what it would have heard a moment earlier.
 		return nil, requestError(ctx, m.To, m.Action)
 	}
+	if r.err != nil {
+		return nil, r.err
+	}
+	if err := r.m.Err(); err != nil {
+		return nil, err
+	}
+	return r.m, nil
 }
 
 // prepare fills in and checks an outgoing message.

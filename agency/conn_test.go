@@ -15,7 +15,7 @@ type removeCounter struct{ n atomic.Int32 }
 func (r *removeCounter) BeforeRemove(context.Context) { r.n.Add(1) }
 
 // A space may run the BeforeRemove hook itself, before Close; Close then
-// does not run it again.
+// does not run it again. Either is where Leaving turns true.
 func TestConnBeforeRemoveOnce(t *testing.T) {
 	for _, early := range []bool{false, true} {
 		hook := &removeCounter{}
@@ -25,8 +25,14 @@ func TestConnBeforeRemoveOnce(t *testing.T) {
 			t.Fatal(err)
 		}
 		c.Added(context.Background())
+		if c.Leaving() {
+			t.Fatal("Leaving before BeforeRemove or Close")
+		}
 		if early {
 			c.BeforeRemove(context.Background())
+			if !c.Leaving() {
+				t.Error("not Leaving after BeforeRemove")
+			}
 			c.BeforeRemove(context.Background())
 			if n := hook.n.Load(); n != 1 {
 				t.Fatalf("BeforeRemove twice ran the hook %d times, want 1", n)
@@ -34,6 +40,9 @@ func TestConnBeforeRemoveOnce(t *testing.T) {
 		}
 		if err := c.Close(context.Background()); err != nil {
 			t.Fatal(err)
+		}
+		if !c.Leaving() {
+			t.Error("not Leaving after Close")
 		}
 		if n := hook.n.Load(); n != 1 {
 			t.Errorf("early=%v: the hook ran %d times, want 1", early, n)

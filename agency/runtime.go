@@ -270,6 +270,13 @@ func (c *Conn) finish() {
 	c.mu.Unlock()
 }
 
+// Leaving reports whether the agent has started to leave: [Conn.BeforeRemove]
+// or [Conn.Close] has been called. A space that lets an agent's id go only
+// after that may send a response to a Conn it remembers while Leaving is
+// false: no later Conn with that id exists yet, so none can be waiting for
+// the response. Safe for concurrent use.
+func (c *Conn) Leaving() bool { return c.closing.Load() != nil }
+
 // Agent returns the connected agent.
 func (c *Conn) Agent() *Agent { return c.agent }
 
@@ -1038,7 +1045,8 @@ func (c *Conn) reply(ctx context.Context, m *Message, action string, args any) e
 		// whatever the handler or the input made of it.
 		args = &ActionError{Type: ae.Type, Text: limitErrorText(ae.Text)}
 	}
-	r := &Message{To: m.From, From: c.agent.id, ID: NewID(), ParentID: m.ID, Action: action, Args: args}
+	r := newSentMessage() // the response and its id in one allocation
+	r.To, r.From, r.ParentID, r.Action, r.Args = m.From, c.agent.id, m.ID, action, args
 	if err := c.router.Route(ctx, r); err != nil {
 		return c.replyFailed(m, err)
 	}

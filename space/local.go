@@ -95,13 +95,14 @@ func (s *Local) Close(ctx context.Context) error {
 type localRouter struct {
 	s *Local
 	a *agency.Agent // the sender: its id, without a string header here, so that an idle agent stays as small with last as without
-	// last is the Conn of the agent last sent a message (not a response)
-	// to: a sender that sends to one agent again and again, as most do,
-	// skips the space's lock and map. An open Conn is the one the space
-	// has for its id (Remove closes it before letting the id go), so a
-	// Deliver that succeeds reaches the right agent, and one that fails
-	// sends the message the long way. It may keep a removed agent's Conn
-	// from the collector until the sender sends elsewhere or leaves.
+	// last is the Conn of the agent last sent a message to: a sender that
+	// sends to one agent again and again, as most do (and an agent that
+	// answers one caller's requests), skips the space's lock and map. An
+	// open Conn is the one the space has for its id (Remove closes it
+	// before letting the id go), so a Deliver that succeeds reaches the
+	// right agent, and one that fails sends the message the long way. It
+	// may keep a removed agent's Conn from the collector until the sender
+	// sends elsewhere or leaves.
 	last atomic.Pointer[agency.Conn]
 }
 
@@ -137,13 +138,13 @@ func (r *localRouter) Route(_ context.Context, m *agency.Message) error {
 		s.broadcast(m)
 		return nil
 	}
-	// Not for responses: a closed Conn may take a response (to drop it)
-	// that the agent's new Conn waits for.
-	cache := !m.IsResponse()
-	if cache {
-		if c := r.last.Load(); c != nil && c.Agent().ID() == m.To && c.Deliver(m) == nil {
-			return nil
-		}
+	// A response takes the remembered Conn only while its agent has not
+	// started to leave: a Conn on its way out takes a response (to drop
+	// it) that the agent's next Conn, under the same id, may wait for.
+	// Until the old Conn starts to leave there is no next one, so no
+	// request of its can be the one answered.
+	if c := r.last.Load(); c != nil && c.Agent().ID() == m.To && (!m.IsResponse() || !c.Leaving()) && c.Deliver(m) == nil {
+		return nil
 	}
 	s.mu.RLock()
 	c, ok := s.agents[m.To]
@@ -151,9 +152,7 @@ func (r *localRouter) Route(_ context.Context, m *agency.Message) error {
 	if !ok {
 		return noRecipient(m)
 	}
-	if cache {
-		r.last.Store(c)
-	}
+	r.last.Store(c)
 	return c.Deliver(m)
 }
 

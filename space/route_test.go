@@ -85,3 +85,48 @@ func TestLocalRouteAfterRemove(t *testing.T) {
 	default:
 	}
 }
+
+// A responder that answered an agent before answers the agent that takes
+// its id after it was removed: the router's memory of where its last
+// message went never sends a response to a Conn that has left.
+func TestLocalResponseRouteAfterRemove(t *testing.T) {
+	ctx := context.Background()
+	sp := space.NewLocal()
+	t.Cleanup(func() { _ = sp.Close(ctx) })
+	echo := agency.MustNewAgent("Echo")
+	agency.Handle(echo, "ping", func(_ context.Context, args pingArgs) (int, error) {
+		return args.N, nil
+	})
+	if err := sp.Add(ctx, echo); err != nil {
+		t.Fatal(err)
+	}
+	call := func(caller *agency.Agent, n int) {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		if got, err := agency.Call[int](ctx, caller, "Echo", "ping", pingArgs{N: n}); err != nil || got != n {
+			t.Fatalf("ping %d: %d, %v", n, got, err)
+		}
+	}
+	var first *agency.Agent
+	for round := range 3 {
+		// A new agent under the same id each round, and the first one
+		// again: each time a new Conn.
+		caller := agency.MustNewAgent("Caller")
+		if round == 2 {
+			caller = first
+		}
+		if err := sp.Add(ctx, caller); err != nil {
+			t.Fatal(err)
+		}
+		for i := range 3 {
+			call(caller, 10*round+i)
+		}
+		if err := sp.Remove(ctx, "Caller"); err != nil {
+			t.Fatal(err)
+		}
+		if round == 0 {
+			first = caller
+		}
+	}
+}
