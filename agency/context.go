@@ -34,9 +34,15 @@ type deadline struct {
 type ctxKey struct{}
 
 // newActionContext returns the context for m's handler, with m's deadline
-// when it has one; the two come in one allocation.
+// when it has one; the two come in one allocation. The first recipient of
+// a message that Send made without a deadline takes the context that came
+// with it (see sentMessage).
 func newActionContext(base context.Context, c *Conn, m *Message) *actionContext {
 	if m.Deadline.IsZero() {
+		if s := asSent(m); s != nil && !s.claimed.Load() && s.claimed.CompareAndSwap(false, true) {
+			s.ctx = actionContext{Context: base, conn: c, msg: m}
+			return &s.ctx
+		}
 		return &actionContext{Context: base, conn: c, msg: m}
 	}
 	both := &struct {
