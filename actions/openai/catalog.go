@@ -21,12 +21,13 @@ import (
 // read and write it from several goroutines, hence the lock.
 type catalog struct {
 	mu      sync.Mutex
-	agents  map[string][]toolSpec // agent id → its actions, sorted by name
-	asking  *lru[helpAsked]       // agent id → the help sent to it and not answered yet
-	changed chan struct{}         // closed and replaced on every change (tests wait on it)
-	asked   time.Time             // when the space was last surveyed
-	survey  chan struct{}         // closed when the survey under way ends; nil when none is
-	stop    context.CancelFunc    // ends the survey made on joining, while it runs
+	agents  map[string][]toolSpec    // agent id → its actions, sorted by name
+	asking  *lru[helpAsked]          // agent id → the help sent to it and not answered yet
+	changed chan struct{}            // closed and replaced on every change (tests wait on it)
+	asked   time.Time                // when the space was last surveyed
+	survey  chan struct{}            // closed when the survey under way ends; nil when none is
+	stop    context.CancelFunc       // ends the survey made on joining, while it runs
+	probes  map[string]chan struct{} // id of a help sent by refresh → closed once its answer is taken
 }
 
 // helpAsked is the latest help sent to one agent, whose answer has not
@@ -53,6 +54,7 @@ func (c *catalog) init() {
 	c.agents = make(map[string][]toolSpec)
 	c.asking = newLRU[helpAsked](maxAsking)
 	c.changed = make(chan struct{})
+	c.probes = make(map[string]chan struct{})
 }
 
 // notify wakes whoever waits for a change; c.mu is held.
@@ -166,6 +168,7 @@ func (h hooks) HandleActionValue(ctx context.Context, m *agency.Message) {
 		help = nil // known, with nothing to offer
 	}
 	a.catalog.set(m.From, toolSpecs(m.From, help))
+	a.catalog.taken(m.ParentID)
 }
 
 // HandleActionError handles the errors that answer the agent's sends: an
@@ -192,6 +195,18 @@ func (h hooks) HandleActionError(ctx context.Context, m *agency.Message, err *ag
 	default:
 		a.logger.Warn("openai: help failed", "from", m.From, "error", err)
 		a.catalog.set(m.From, nil)
+	}
+	a.catalog.taken(m.ParentID)
+}
+
+// taken tells the refresh that sent the help with the given id, if one
+// waits for it, that its answer is in the catalog.
+func (c *catalog) taken(helpID string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if done, ok := c.probes[helpID]; ok {
+		delete(c.probes, helpID)
+		close(done)
 	}
 }
 
@@ -308,7 +323,8 @@ func (a *Agent) rediscover(ctx context.Context, conversation string) {
 // space.Local; after settle without a new answer on one that cannot, such
 // as amqpspace; after twice settle at most), then asks directly, at most
 // maxProbes, the agents whose help has a shape of its own and the agents
-// in known that did not answer, and forgets those the space says are gone.
+// in known that did not answer (see refresh), and forgets those the space
+// says are gone.
 func (a *Agent) surveySpace(ctx context.Context, conversation string, known []string) {
 	c := &a.catalog
 	// An agent busy with a long action answers help after it: the survey
@@ -361,28 +377,52 @@ func (a *Agent) surveySpace(ctx context.Context, conversation string, known []st
 }
 
 // refresh asks one agent for help and waits for the answer, at most
-// timeout; it works inside a running action because responses to a
-// Request bypass the inbox. An agent that the space says is gone is
-// dropped.
+// timeout once the space has taken the help; it works inside a running
+// action because the answer comes to the hooks, which run beside it. An
+// agent that the space says is gone is dropped.
+//
+// Whether the agent is there is the space's word, which the wait for it
+// does not bound: amqpspace has it from the broker (an unroutable
+// mandatory message comes back), and a broker slow to say so must not
+// leave a gone agent on offer for another turn. SendMessage returns once
+// the space has given it, an agency.ErrNoRecipient going to
+// HandleActionError as an [error] from the agent; the answer of an agent
+// that is there goes to HandleActionValue, however late (a busy agent
+// answers after its action). Both are taken as notice's answers are.
 func (a *Agent) refresh(ctx context.Context, id, conversation string, timeout time.Duration) {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	m := &agency.Message{To: id, Action: agency.HelpAction}
+	c := &a.catalog
+	msgID := agency.NewID() + helpSuffix
+	done := make(chan struct{})
+	c.mu.Lock()
+	// Recorded before the send, so that no answer can come first.
+	c.asking.put(id, helpAsked{id: msgID, at: time.Now()})
+	c.probes[msgID] = done
+	c.mu.Unlock()
+	defer func() {
+		c.mu.Lock()
+		delete(c.probes, msgID)
+		c.mu.Unlock()
+	}()
+	m := &agency.Message{To: id, ID: msgID, Action: agency.HelpAction}
 	if conversation != "" {
 		m.Meta = map[string]any{metaConversation: conversation}
 	}
-	r, err := a.agent.RequestMessage(ctx, m)
-	var help map[string]json.RawMessage
-	if err == nil {
-		help, err = agency.Value[map[string]json.RawMessage](r)
-	}
-	switch {
-	case errors.Is(err, agency.ErrNoRecipient):
-		a.catalog.drop(id)
-	case err != nil:
+	if _, err := a.agent.SendMessage(ctx, m); err != nil {
 		a.logger.Warn("openai: help refresh failed", "agent", id, "error", err)
-	default:
-		a.catalog.set(id, toolSpecs(id, help))
+		c.mu.Lock()
+		if h, ok := c.asking.get(id); ok && h.id == msgID {
+			c.asking.remove(id)
+		}
+		c.mu.Unlock()
+		return
+	}
+	t := time.NewTimer(timeout)
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C:
+		a.logger.Debug("openai: no answer to help yet", "agent", id, "waited", timeout)
+	case <-ctx.Done():
 	}
 }
 

@@ -56,6 +56,53 @@ func TestDiscoveryFollowsTheSpace(t *testing.T) {
 	}
 }
 
+// An agent that left is no longer offered at the next turn however long
+// the space takes to say that it is gone: settle bounds the wait for an
+// answer to the direct help, not the wait for the space's word that the
+// help has no recipient. (Under load a broker returns an unroutable
+// message late: a tool agent of another process was still offered after
+// it had stopped.)
+func TestLeaverDroppedWhenTheSpaceIsSlowToSaySo(t *testing.T) {
+	const settle = 50 * time.Millisecond
+	ctx, cancel := context.WithTimeout(context.Background(), safety)
+	defer cancel()
+	sp := newTapSpace(t)
+	sp.lag = 4 * settle
+	srv := openaitest.NewServer(t, openaitest.Step{Text: "ok"})
+	user := agency.MustNewAgent("User")
+	agency.Handle(user, "say", func(context.Context, SayArgs) (string, error) { return "heard", nil })
+	llm, err := New("Assistant", APIKey("k"), BaseURL(srv.URL), HTTPClient(srv.Client()), Rediscover(0, settle),
+		Logger(failureLog(t)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &fixture{t: t, ctx: ctx, llm: llm}
+	for _, a := range []*agency.Agent{user, pinger("Late"), llm.Agent()} {
+		if err := sp.add(ctx, a); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f.waitCatalog(func(agents map[string][]toolSpec) bool { _, ok := agents["Late"]; return ok })
+	f.surveyed()
+	if err := sp.remove(ctx, "Late"); err != nil {
+		t.Fatal(err)
+	}
+	sp.takeHelps()
+
+	if _, err := agency.Call[string](ctx, user, "Assistant", "say", SayArgs{Content: "hi"}); err != nil {
+		t.Fatal(err)
+	}
+	if got := sp.takeHelps(); !slices.Equal(got, []string{agency.Broadcast, "Late"}) {
+		t.Errorf("the turn sent help to %v, want a broadcast, then Late, which did not answer it", got)
+	}
+	if names := toolNamesOf(srv.Requests()[0]); slices.Contains(names, "Late__ping") {
+		t.Errorf("Late, gone, is still offered: %v", names)
+	}
+	if slices.Contains(f.catalogAgents(), "Late") {
+		t.Error("Late is still in the catalog")
+	}
+}
+
 // An agent whose help has a shape of its own (CustomHelp), which a survey
 // does not keep, is asked directly when a survey first finds it.
 func TestDiscoveryCustomHelp(t *testing.T) {
@@ -85,6 +132,11 @@ type tapSpace struct {
 	// mute, if set, swallows the messages it picks, as a broker does
 	// with a message no queue is bound for.
 	mute func(m *agency.Message) bool
+	// lag, if set, is how long the space takes to say that a message
+	// has no recipient, as a broker under load returns an unroutable
+	// message late; a sender that stops waiting meanwhile gets its
+	// context's error instead. Set before the first agent is added.
+	lag time.Duration
 }
 
 func newTapSpace(t *testing.T) *tapSpace {
@@ -134,7 +186,7 @@ func (r tapRouter) RouteBroadcast(ctx context.Context, m *agency.Message) ([]str
 	return r.s.route(ctx, m)
 }
 
-func (s *tapSpace) route(_ context.Context, m *agency.Message) ([]string, error) {
+func (s *tapSpace) route(ctx context.Context, m *agency.Message) ([]string, error) {
 	s.mu.Lock()
 	if m.From == "Assistant" {
 		s.sent = append(s.sent, m)
@@ -156,6 +208,15 @@ func (s *tapSpace) route(_ context.Context, m *agency.Message) ([]string, error)
 	}
 	s.mu.Unlock()
 	if len(to) == 0 && m.To != agency.Broadcast {
+		if s.lag > 0 {
+			t := time.NewTimer(s.lag)
+			defer t.Stop()
+			select {
+			case <-t.C:
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+		}
 		return nil, agency.ErrNoRecipient
 	}
 	var reached []string

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
+	"log/slog"
 	"slices"
 	"sync"
 	"testing"
@@ -268,4 +270,30 @@ func newVault(v *vault) *agency.Agent {
 		return "wiped", nil
 	}, agency.Describe("Wipes the vault"), agency.AccessBySender(map[string]agency.Access{"Assistant": agency.Denied}, agency.Permitted))
 	return a
+}
+
+// failureLog returns a logger whose records (debug and up) the test shows
+// only if it fails: what the agent did, for a failure seen once under load.
+func failureLog(t *testing.T) *slog.Logger {
+	var mu sync.Mutex
+	var buf bytes.Buffer
+	t.Cleanup(func() {
+		mu.Lock()
+		defer mu.Unlock()
+		if t.Failed() {
+			t.Logf("the agent's log:\n%s", buf.String())
+		}
+	})
+	return slog.New(slog.NewTextHandler(lockedWriter{&mu, &buf}, &slog.HandlerOptions{Level: slog.LevelDebug}))
+}
+
+type lockedWriter struct {
+	mu *sync.Mutex
+	w  io.Writer
+}
+
+func (l lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }

@@ -244,8 +244,11 @@ func CallTimeout(d time.Duration) Option {
 // until each has answered, on one that cannot (amqpspace) until none has
 // come for settle (default 250ms), and at most twice settle in all. The
 // agents it knew that did not answer (gone, or busy with a long action)
-// are then asked directly, at most 8, within settle: one the space says is
-// gone is forgotten, the others are kept.
+// are then asked directly, at most 8: one the space says is gone is
+// forgotten, however long the space takes to say so (a broker under load
+// returns an unroutable message late); the others are kept, their answers
+// awaited for settle once the space has taken the help, and taken
+// whenever they come.
 func Rediscover(every, settle time.Duration) Option {
 	return func(c *config) error {
 		if c.rediscoverSet {
