@@ -146,24 +146,69 @@ func (c *actionContext) Value(key any) any {
 	return c.Context.Value(key)
 }
 
-func fromContext(ctx context.Context) *actionContext {
-	c, _ := ctx.Value(ctxKey{}).(*actionContext)
-	return c
+// sentContext is the handler context of the first recipient of a message
+// that Send made without a deadline, for an agent without trace hooks: the
+// message itself, seen as a context whose parent is the recipient's
+// handlers' context (see handlersContext). It needs nothing beyond the
+// message's pointer to that recipient's Conn, set when it takes it (see
+// claimContext); a broadcast's other recipients make an actionContext.
+type sentContext sentMessage
+
+// claimContext returns m itself as the context of c's handler, or nil when
+// m is not a message that Send made or another recipient has it.
+func claimContext(c *Conn, m *Message) *sentContext {
+	s := asSent(m)
+	if s == nil || s.handler.Load() != nil || !s.handler.CompareAndSwap(nil, c) {
+		return nil
+	}
+	return (*sentContext)(s)
+}
+
+func (s *sentContext) parent() context.Context { return s.handler.Load().baseContext() }
+
+func (s *sentContext) Deadline() (time.Time, bool) { return s.parent().Deadline() }
+
+func (s *sentContext) Done() <-chan struct{} { return s.parent().Done() }
+
+func (s *sentContext) Err() error { return s.parent().Err() }
+
+func (s *sentContext) Value(key any) any {
+	if key == (ctxKey{}) {
+		return s
+	}
+	return s.parent().Value(key)
+}
+
+func (s *sentContext) String() string { return "agency.sentContext" }
+
+// handling is what a handler's context tells of the action it runs: the
+// agent's Conn, nil outside an agent, and the message, nil in a hook that
+// handles none.
+type handling struct {
+	conn *Conn
+	msg  *Message
+}
+
+func fromContext(ctx context.Context) handling {
+	switch c := ctx.Value(ctxKey{}).(type) {
+	case *actionContext:
+		return handling{conn: c.conn, msg: c.msg}
+	case *sentContext:
+		return handling{conn: c.handler.Load(), msg: &c.Message}
+	}
+	return handling{}
 }
 
 // MessageFrom returns the message an action or hook is handling, or nil when
 // ctx does not come from an agent.
 func MessageFrom(ctx context.Context) *Message {
-	if c := fromContext(ctx); c != nil {
-		return c.msg
-	}
-	return nil
+	return fromContext(ctx).msg
 }
 
 // AgentFrom returns the agent running an action or hook, or nil when ctx does
 // not come from an agent.
 func AgentFrom(ctx context.Context) *Agent {
-	if c := fromContext(ctx); c != nil {
+	if c := fromContext(ctx); c.conn != nil {
 		return c.conn.agent
 	}
 	return nil
@@ -179,7 +224,7 @@ var errNoAction = errors.New("agency: Respond needs the context of a running act
 // responses (Message.NoReply) nothing is sent, and Respond returns nil.
 func Respond(ctx context.Context, value any) error {
 	c := fromContext(ctx)
-	if c == nil || c.msg == nil || c.msg.IsResponse() {
+	if c.conn == nil || c.msg == nil || c.msg.IsResponse() {
 		return errNoAction
 	}
 	return c.conn.reply(ctx, c.msg, ResponseAction, value)
@@ -191,7 +236,7 @@ func Respond(ctx context.Context, value any) error {
 // nothing is sent, and RespondError returns nil.
 func RespondError(ctx context.Context, err error) error {
 	c := fromContext(ctx)
-	if c == nil || c.msg == nil || c.msg.IsResponse() {
+	if c.conn == nil || c.msg == nil || c.msg.IsResponse() {
 		return errNoAction
 	}
 	if err == nil {

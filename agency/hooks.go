@@ -142,7 +142,7 @@ func each(ctx context.Context, hook string, f func()) (panicked bool) {
 	defer func() {
 		if p := recover(); p != nil {
 			panicked = true
-			if c := fromContext(ctx); c != nil {
+			if c := fromContext(ctx); c.conn != nil {
 				a := c.conn.agent
 				a.logger.Error("agency: hook panicked", "agent", a.id, "hook", hook, "panic", p, "stack", string(debug.Stack()))
 			}

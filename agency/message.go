@@ -46,6 +46,7 @@ type Message struct {
 	ParentID string         // __meta__.parent_id: on a response, the id it answers
 	Deadline time.Time      // __meta__.deadline: when the sender stops waiting (Request sets it from its ctx); the recipient does not run a message whose deadline has passed
 	NoReply  bool           // __meta__.no_reply: the sender takes no responses, so none is sent; Send sets it for an agent without ValueHandler or ErrorHandler
+	sent     bool           // made by newSentMessage (in padding: it costs no space); see asSent
 	Meta     map[string]any // every other __meta__ key, carried unchanged
 
 	Action string // the action name
@@ -220,21 +221,30 @@ func appendID(b []byte, n uint64) []byte {
 const base32Digits = "0123456789abcdefghijklmnopqrstuv"
 
 // sentIDLen is the room for an id in a sentMessage: enough for the first
-// 2^60 ids of the process, and a Message and its id fill 160 bytes, a
-// size class of the allocator.
+// 2^60 ids of the process.
 const sentIDLen = 24
 
-// sentMessage is a message and the bytes of its id, in one allocation: a
-// message that Send makes costs one allocation, not two.
+// sentMessage is a message, the bytes of its id and what its first
+// recipient's handler context needs (see sentContext), in one allocation
+// of 168 bytes (the allocator's size class of 176): a message that Send
+// makes, and its handling, cost one allocation, not three.
 type sentMessage struct {
 	Message
 	id [sentIDLen]byte
+	// handler is the Conn of the recipient whose handler has the message
+	// itself as its context; nil until one takes it. The other recipients
+	// of a broadcast make contexts of their own.
+	handler atomic.Pointer[Conn]
 }
 
 // newSentMessage returns a message with a new id.
-func newSentMessage() *Message {
+func newSentMessage() *Message { return newSentMessageNumbered(idCounter.Add(1)) }
+
+// newSentMessageNumbered returns a message with the id numbered n.
+func newSentMessageNumbered(n uint64) *Message {
 	s := new(sentMessage)
-	if n := idCounter.Add(1); n < 1<<60 {
+	s.sent = true
+	if n < 1<<60 {
 		b := appendID(s.id[:0], n)
 		// The bytes are never written again: the string may share them.
 		s.ID = unsafe.String(&s.id[0], len(b))
@@ -242,4 +252,14 @@ func newSentMessage() *Message {
 		s.ID = string(appendID(nil, n))
 	}
 	return &s.Message
+}
+
+// asSent returns the sentMessage m is, or nil. A copy of one (whose flag
+// came along, but whose id is still the original's) is not one.
+func asSent(m *Message) *sentMessage {
+	if !m.sent || len(m.ID) == 0 ||
+		uintptr(unsafe.Pointer(unsafe.StringData(m.ID))) != uintptr(unsafe.Pointer(m))+unsafe.Offsetof(sentMessage{}.id) {
+		return nil
+	}
+	return (*sentMessage)(unsafe.Pointer(m))
 }

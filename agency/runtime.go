@@ -410,7 +410,7 @@ func (c *Conn) Close(ctx context.Context) error {
 	if c.mb.close() {
 		c.letGo() // an idle agent still has to let go
 	}
-	if ac := fromContext(ctx); ac != nil && ac.conn == c && ac.msg != nil {
+	if ac := fromContext(ctx); ac.conn == c && ac.msg != nil {
 		return nil // from inside an action: waiting would wait for ourselves
 	}
 	select {
@@ -814,10 +814,16 @@ func (c *Conn) handle(m *Message) {
 		c.dropExpired(m)
 		return
 	}
-	// The caller stops waiting at m's deadline: so does the handler.
-	ctx := newActionContext(base, c, m)
-	if ctx.dl != nil {
-		defer ctx.end()
+	var ctx context.Context
+	if sc := c.sentContext(base, m); sc != nil {
+		ctx = sc
+	} else {
+		// The caller stops waiting at m's deadline: so does the handler.
+		ac := newActionContext(base, c, m)
+		if ac.dl != nil {
+			defer ac.end()
+		}
+		ctx = ac
 	}
 	switch m.Action {
 	case ResponseAction, ErrorAction, HelpAction:
@@ -853,6 +859,15 @@ func (c *Conn) handle(m *Message) {
 	}
 }
 
+// sentContext returns m itself as its handler's context, when it can be
+// (see claimContext): it has no deadline, and base is the handlers' own.
+func (c *Conn) sentContext(base context.Context, m *Message) *sentContext {
+	if !m.sent || !m.Deadline.IsZero() || c.agent.hooks.trace != nil {
+		return nil
+	}
+	return claimContext(c, m)
+}
+
 // dropExpired drops m, whose sender has stopped waiting: running it now
 // would act for no one (and, queued behind a backlog, long after the
 // fact). Nor is there anyone to answer.
@@ -866,7 +881,7 @@ func (c *Conn) dropExpired(m *Message) {
 // handleOwn handles the framework's own actions: responses and help.
 //
 //go:noinline
-func (c *Conn) handleOwn(ctx *actionContext, m *Message) {
+func (c *Conn) handleOwn(ctx context.Context, m *Message) {
 	a := c.agent
 	switch m.Action {
 	case ResponseAction:
@@ -886,7 +901,7 @@ func (c *Conn) handleOwn(ctx *actionContext, m *Message) {
 // noSuchAction answers a message for an action the agent does not have.
 //
 //go:noinline
-func (c *Conn) noSuchAction(ctx *actionContext, m *Message) {
+func (c *Conn) noSuchAction(ctx context.Context, m *Message) {
 	if m.To != Broadcast {
 		c.fail(ctx, m, newActionError(ErrorNotFound, nil,
 			"%q has no action %q; send it \"help\" to list the actions it offers", c.agent.id, m.Action))
@@ -898,7 +913,7 @@ func (c *Conn) noSuchAction(ctx *actionContext, m *Message) {
 // approver was asked, the handler's call with the arguments it saw.
 //
 //go:noinline
-func (c *Conn) admit(ctx *actionContext, act *action, m *Message) (approved func() (any, error), ok bool) {
+func (c *Conn) admit(ctx context.Context, act *action, m *Message) (approved func() (any, error), ok bool) {
 	if access := c.decide(act, m); access == Requested && act.approve != nil {
 		run, ae := act.approve(ctx, m)
 		if ae != nil {
@@ -916,7 +931,7 @@ func (c *Conn) admit(ctx *actionContext, act *action, m *Message) (approved func
 // beforeAction runs the BeforeAction hook.
 //
 //go:noinline
-func (c *Conn) beforeAction(ctx *actionContext, m *Message) {
+func (c *Conn) beforeAction(ctx context.Context, m *Message) {
 	h := c.agent.hooks.before
 	c.guard("BeforeAction", func() { h.BeforeAction(ctx, m) })
 }
@@ -925,7 +940,7 @@ func (c *Conn) beforeAction(ctx *actionContext, m *Message) {
 // AfterAction hook: it runs the hook and answers m.
 //
 //go:noinline
-func (c *Conn) afterAction(ctx *actionContext, m *Message, value any, err error) {
+func (c *Conn) afterAction(ctx context.Context, m *Message, value any, err error) {
 	var ae *ActionError
 	if err != nil {
 		// AfterAction sees the error the caller receives; it unwraps to the

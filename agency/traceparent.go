@@ -36,7 +36,7 @@ func WithTraceparent(ctx context.Context, tp string) context.Context {
 // ctx is, in an action or not.)
 func Traceparent(ctx context.Context) string {
 	var a *Agent
-	if c := fromContext(ctx); c != nil {
+	if c := fromContext(ctx); c.conn != nil {
 		a = c.conn.agent
 	}
 	return traceparentFor(ctx, a)

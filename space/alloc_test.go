@@ -26,9 +26,9 @@ import (
 // more allocations breaks these tests; one that needs fewer should lower
 // the budget with it.
 const (
-	budgetOneWay          = 2 // Send of typed arguments, handled
-	budgetOneWayJSON      = 4 // Send of arguments as a JSON object, decoded strictly and handled
-	budgetRequestDeadline = 9 // Call with a context.WithTimeout made for it, answered
+	budgetOneWay          = 1 // Send of typed arguments, handled: the message, with its id and its handler's context
+	budgetOneWayJSON      = 3 // Send of arguments as a JSON object, decoded strictly and handled
+	budgetRequestDeadline = 8 // Call with a context.WithTimeout made for it, answered
 
 	// Per recipient of a broadcast (the message itself is shared).
 	budgetBroadcastFirst = 3 // the first message an agent gets: its delivery goroutine's function, its queue, the handler's context
