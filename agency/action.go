@@ -185,7 +185,19 @@ func Register[A, R any](a *Agent, name string, h func(context.Context, A) (R, er
 	if err := checkRules(info); err != nil {
 		return fmt.Errorf("agency: action %q: %w", name, err)
 	}
-	act := &action{name: name, cfg: noActionConfig, args: info, ret: reflect.TypeFor[R](), agent: a, h: handlerFunc[A, R](h)}
+	act := a.actions.slot()
+	*act = action{name: name, cfg: noActionConfig, args: info, ret: reflect.TypeFor[R](), agent: a, h: handlerFunc[A, R](h)}
+	if err := configure(act, info, h, opts); err != nil {
+		*act = action{} // the slot may be the agent's own: it keeps nothing of a failed registration
+		return err
+	}
+	a.actions.add(act)
+	return nil
+}
+
+// configure sets up act, made by Register, with its options.
+func configure[A, R any](act *action, info *typeInfo, h func(context.Context, A) (R, error), opts []ActionOption) error {
+	a, name := act.agent, act.name
 	if len(opts) > 0 {
 		act.cfg = new(actionConfig)
 		for _, o := range opts {
@@ -227,7 +239,6 @@ func Register[A, R any](a *Agent, name string, h func(context.Context, A) (R, er
 	// interface field: then they go to the handler as they are, without
 	// the copy on the heap that decoding needs.
 	act.plain = !info.validate && !info.nilable && !holdsInterface(info.typ)
-	a.actions.add(act)
 	return nil
 }
 
