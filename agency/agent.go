@@ -24,6 +24,11 @@ type Agent struct {
 	joined  atomic.Bool // set for good on the first Connect
 	conn    atomic.Pointer[Conn]
 
+	// first is the Conn of the agent's first Connect, made in place: an
+	// agent in a space is one allocation with its first action and its
+	// Conn, not three. A later Connect makes a new Conn, so that a Conn,
+	// once closed, stays closed for whoever still holds it.
+	first Conn
 }
 
 // settings is what an agent's options set, read-only once the agent is

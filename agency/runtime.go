@@ -90,11 +90,18 @@ type concurrent struct {
 // and [Conn.Close] to take it out again. An agent is in at most one space at
 // a time: a second Connect fails with ErrAlreadyAdded.
 func Connect(a *Agent, r Router) (*Conn, error) {
-	c := &Conn{agent: a, router: r}
+	var c *Conn
+	if a.joined.CompareAndSwap(false, true) {
+		// The first Connect has the agent's own Conn, which nobody else
+		// can have seen yet.
+		c = &a.first
+	} else {
+		c = new(Conn)
+	}
+	c.agent, c.router = a, r
 	if !a.conn.CompareAndSwap(nil, c) {
 		return nil, fmt.Errorf("%w: %q", ErrAlreadyAdded, a.id)
 	}
-	a.joined.Store(true)
 	return c, nil
 }
 
