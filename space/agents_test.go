@@ -135,3 +135,73 @@ func callCtx(t *testing.T) context.Context {
 	t.Cleanup(cancel)
 	return ctx
 }
+
+// A space of more agents than a chunk of the table's list holds, some of
+// them removed and their places taken again, then all of them removed and
+// a few added: every agent in the space is reached, and only those.
+func TestLocalTableChunks(t *testing.T) {
+	ctx := context.Background()
+	sp := space.NewLocal()
+	t.Cleanup(func() { _ = sp.Close(ctx) })
+	sender := agency.MustNewAgent("sender", agency.OwnBroadcasts(false))
+	if err := sp.Add(ctx, sender); err != nil {
+		t.Fatal(err)
+	}
+	const n = 2500 // two full chunks and part of a third
+	in := map[string]bool{}
+	add := func(id string) {
+		t.Helper()
+		if err := sp.Add(ctx, agency.MustNewAgent(id)); err != nil {
+			t.Fatalf("Add(%s): %v", id, err)
+		}
+		in[id] = true
+	}
+	check := func(step string) {
+		t.Helper()
+		for i := range n + 10 {
+			id := fmt.Sprintf("b%d", i)
+			_, err := sender.Request(callCtx(t), id, agency.HelpAction, nil)
+			if in[id] != (err == nil) {
+				t.Fatalf("%s: %s in the space: %v, a request to it: %v", step, id, in[id], err)
+			}
+		}
+		if got := broadcastReach(t, sender); len(got) != len(in) {
+			t.Fatalf("%s: a broadcast reached %d agents, want %d", step, len(got), len(in))
+		}
+	}
+	for i := range n {
+		add(fmt.Sprintf("b%d", i))
+	}
+	check("added")
+	for i := 0; i < n; i += 7 {
+		id := fmt.Sprintf("b%d", i)
+		if err := sp.Remove(ctx, id); err != nil {
+			t.Fatal(err)
+		}
+		delete(in, id)
+	}
+	check("some removed")
+	for i := n; i < n+10; i++ {
+		add(fmt.Sprintf("b%d", i))
+	}
+	check("places taken again")
+	for id := range in {
+		if err := sp.Remove(ctx, id); err != nil {
+			t.Fatal(err)
+		}
+		delete(in, id)
+	}
+	check("all but the sender removed")
+	// The sender too: the table is empty, and starts again from the front.
+	if err := sp.Remove(ctx, "sender"); err != nil {
+		t.Fatal(err)
+	}
+	if err := sp.Add(ctx, sender); err != nil {
+		t.Fatal(err)
+	}
+	check("all removed")
+	for _, i := range []int{3, 1500, 2400} {
+		add(fmt.Sprintf("b%d", i))
+	}
+	check("added again")
+}

@@ -79,10 +79,8 @@ func (s *Local) Close(ctx context.Context) error {
 	}
 	s.closed = true
 	conns := make([]*agency.Conn, 0, s.agents.len())
-	for _, c := range s.agents.conns {
-		if c != nil {
-			conns = append(conns, c)
-		}
+	for c := range s.agents.all() {
+		conns = append(conns, c)
 	}
 	s.mu.Unlock()
 
@@ -122,8 +120,8 @@ func (r *localRouter) RouteBroadcast(_ context.Context, m *agency.Message) ([]st
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	reached := make([]string, 0, s.agents.len())
-	for _, c := range s.agents.conns {
-		if c != nil && c.Deliver(m) == nil {
+	for c := range s.agents.all() {
+		if c.Deliver(m) == nil {
 			reached = append(reached, c.Agent().ID())
 		}
 	}
@@ -165,10 +163,8 @@ func (r *localRouter) Route(_ context.Context, m *agency.Message) error {
 func (s *Local) broadcast(m *agency.Message) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	for _, c := range s.agents.conns {
-		if c != nil {
-			_ = c.Deliver(m) // an agent on its way out misses the broadcast
-		}
+	for c := range s.agents.all() {
+		_ = c.Deliver(m) // an agent on its way out misses the broadcast
 	}
 }
 
