@@ -20,8 +20,7 @@ type Agent struct {
 	id string
 	*settings
 
-	actions actionSet   // written only before the agent first joins a space
-	joined  atomic.Bool // set for good on the first Connect
+	actions actionSet // written only before the agent first joins a space
 	conn    atomic.Pointer[Conn]
 
 	// first is the Conn of the agent's first Connect, made in place: an
@@ -30,6 +29,10 @@ type Agent struct {
 	// once closed, stays closed for whoever still holds it.
 	first Conn
 }
+
+// joined tells whether the agent has joined a space, or is joining one:
+// set for good by the first Connect, which takes the agent's own Conn.
+func (a *Agent) joined() bool { return a.first.taken.Load() }
 
 // settings is what an agent's options set, read-only once the agent is
 // made. Agents made without options share defaultSettings: an idle agent

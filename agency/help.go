@@ -98,7 +98,7 @@ func (a *Agent) helpEntry(act *action, access Access) (json.RawMessage, error) {
 	if act.cfg.returns != nil {
 		desc = *act.cfg.returns
 	}
-	h.Returns = returnsSchema(act.ret, desc)
+	h.Returns = returnsSchema(act.h.result(), desc)
 	for _, ex := range act.cfg.encoded {
 		b, err := json.Marshal(struct {
 			To     string                     `json:"to"`

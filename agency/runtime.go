@@ -50,6 +50,7 @@ type Conn struct {
 	left     atomic.Bool             // what closing gone says, read without mu
 	stopped  bool                    // the handlers' context is cancelled, or will be made so
 	finished bool                    // done's state
+	taken    atomic.Bool             // on an agent's own Conn (Agent.first): a Connect has taken it
 
 	mb        mailbox
 	deliverFn func()      // c.deliver, made once: a method value allocates
@@ -91,7 +92,7 @@ type concurrent struct {
 // a time: a second Connect fails with ErrAlreadyAdded.
 func Connect(a *Agent, r Router) (*Conn, error) {
 	var c *Conn
-	if a.joined.CompareAndSwap(false, true) {
+	if a.first.taken.CompareAndSwap(false, true) {
 		// The first Connect has the agent's own Conn, which nobody else
 		// can have seen yet.
 		c = &a.first
