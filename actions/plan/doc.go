@@ -14,6 +14,11 @@
 //	// add coord.Agent(), planner.Agent(), hr and the approver to a space;
 //	// package planhttp serves MACAE's HTTP API and a web page through the approver.
 //
+// Steps that need no person (a look-up, a read) can be approved by a
+// rule: with AutoApprove(f), a step for which f returns true is approved
+// and run without asking anyone, and is marked Step.AutoApproved; the
+// others wait for a person.
+//
 // Plans, steps and their log are documents in an actions/store Store, and
 // every change is one transaction with the messages it implies (an
 // outbox), so that a plan survives a restart at any point and waits for a

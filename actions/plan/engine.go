@@ -1,11 +1,13 @@
 package plan
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"time"
@@ -109,10 +111,16 @@ func (c *Coordinator) committed(ctx context.Context, s *state) {
 	}
 	c.changed(s.plan.ID)
 	for _, e := range s.events {
-		c.log.LogAttrs(ctx, slog.LevelInfo, "plan: "+string(e.Kind),
+		attrs := [...]slog.Attr{
 			slog.String("coordinator", c.id), slog.String("plan_id", e.PlanID), slog.String("conversation", e.PlanID),
 			slog.String("session_id", e.SessionID), slog.String("step_id", e.StepID),
-			slog.String("status", e.Status), slog.String("detail", e.Detail))
+			slog.String("status", e.Status), slog.String("detail", e.Detail), slog.Bool("auto_approved", true),
+		}
+		n := len(attrs)
+		if !e.AutoApproved {
+			n-- // said only of an automatic approval
+		}
+		c.log.LogAttrs(ctx, slog.LevelInfo, "plan: "+string(e.Kind), attrs[:n]...)
 		if c.cfg.observe != nil {
 			c.cfg.observe(ctx, e)
 		}
@@ -291,7 +299,8 @@ func (s *state) finished() bool {
 }
 
 // advance moves the plan on after a change: it sends the next approved
-// step to its agent, asks for the approval of the next planned one, or
+// step to its agent, asks for the approval of the next planned one (or,
+// when the AutoApprove function approves it, approves and sends it), or
 // completes the plan when no step is left.
 func (s *state) advance() {
 	if s.finished() || s.plan.Status == AwaitingClarification {
@@ -305,7 +314,13 @@ func (s *state) advance() {
 			s.dispatch(st)
 			return
 		case st.Status == Planned:
-			s.setStep(st, AwaitingFeedback, "")
+			ok, why := s.c.autoApproves(s, st)
+			if !ok {
+				s.setStep(st, AwaitingFeedback, why)
+				return
+			}
+			s.autoApprove(st)
+			s.dispatch(st)
 			return
 		default: // running, awaiting feedback, or rejected or failed and not replaced yet
 			return
@@ -316,6 +331,39 @@ func (s *state) advance() {
 	}
 	s.setPlan(PlanCompleted, "")
 	s.note(s.c.id, nil, "All steps of the plan are completed.")
+}
+
+// autoApproves asks the AutoApprove function, if any, about st. It gets a
+// copy of the step; a panic counts as false, and why says so for the
+// event of the step's awaiting_feedback.
+func (c *Coordinator) autoApproves(s *state, st *Step) (ok bool, why string) {
+	if c.cfg.auto == nil {
+		return false, ""
+	}
+	cp := *st
+	cp.Args = bytes.Clone(st.Args)
+	defer func() {
+		if r := recover(); r != nil {
+			ok, why = false, fmt.Sprintf("the AutoApprove function panicked (%v): a person is asked", r)
+			c.log.LogAttrs(s.ctx, slog.LevelError, "plan: the AutoApprove function panicked; the step waits for a person",
+				slog.String("coordinator", c.id), slog.String("plan_id", s.plan.ID), slog.String("conversation", s.plan.ID),
+				slog.String("session_id", s.plan.SessionID), slog.String("step_id", st.ID),
+				slog.Any("panic", r), slog.String("stack", string(debug.Stack())))
+		}
+	}()
+	return c.cfg.auto(cp), ""
+}
+
+// autoApprove approves st in the coordinator's name: no person did.
+func (s *state) autoApprove(st *Step) {
+	st.AutoApproved = true
+	s.dirty[st] = true
+	n := len(s.events)
+	s.setStep(st, Approved, "approved automatically")
+	for i := n; i < len(s.events); i++ {
+		s.events[i].AutoApproved = true
+	}
+	s.note(s.c.id, st, fmt.Sprintf("Step %d approved automatically (no person was asked): %s", st.Seq, st.Describe()))
 }
 
 // dispatchID is the message id of the attempt'th sending of step id, so

@@ -12,6 +12,9 @@ type Event struct {
 	Status    string // the plan's or step's status after the change
 	Detail    string // what a person reads: the feedback, the reason, the error
 	Time      time.Time
+	// AutoApproved is set on the step_status event of an approval made
+	// by the AutoApprove function, not by a person.
+	AutoApproved bool
 }
 
 // EventKind says what an Event reports.

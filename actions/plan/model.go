@@ -25,7 +25,7 @@ type StepStatus string
 const (
 	Planned          StepStatus = "planned"           // waiting for its turn
 	AwaitingFeedback StepStatus = "awaiting_feedback" // its turn: a person is to approve or reject it
-	Approved         StepStatus = "approved"          // approved, waiting for the steps before it
+	Approved         StepStatus = "approved"          // approved (by a person, or by AutoApprove), waiting for the steps before it
 	Rejected         StepStatus = "rejected"          // a person rejected it; the planner is asked to replan
 	ActionRequested  StepStatus = "action_requested"  // sent to its agent, not answered yet
 	Completed        StepStatus = "completed"         // its agent answered; AgentReply holds the answer
@@ -83,6 +83,11 @@ type Step struct {
 	HumanFeedback string     `json:"human_feedback,omitempty"`
 	UpdatedAction string     `json:"updated_action,omitempty"`
 	AgentReply    string     `json:"agent_reply,omitempty"` // the agent's answer, or its error for a failed step
+	// AutoApproved is set on a step the coordinator approved by its
+	// AutoApprove function, without asking a person; it stays set in the
+	// statuses that follow. A step a person approved (through an approver)
+	// has it false.
+	AutoApproved bool `json:"auto_approved,omitempty"`
 	// Replaced is set on a rejected or failed step once a replan has
 	// replaced it: the plan goes on past it.
 	Replaced bool      `json:"replaced,omitempty"`

@@ -28,6 +28,7 @@ type config struct {
 	team       []string
 	maxReplans int
 	lease      time.Duration
+	auto       func(Step) bool
 	logger     *slog.Logger
 	observe    func(context.Context, Event)
 	set        map[string]bool
@@ -98,6 +99,35 @@ func MaxReplans(n int) Option {
 		}
 		c.maxReplans = n
 		return c.once("MaxReplans")
+	}
+}
+
+// AutoApprove has the coordinator approve, without asking a person, each
+// step for which f returns true; every other step waits for an approver
+// as before. f is asked when the step's turn comes, in the transaction
+// that would make it awaiting_feedback: a step it approves is approved
+// and queued for its agent in that one change, so that no restart can
+// leave it waiting for a person, and it is sent (and sent again) as a
+// step a person approved is. Such a
+// step has Step.AutoApproved set, the step_status event of its approval
+// has Event.AutoApproved set, and the plan's log says "approved
+// automatically", in the coordinator's name.
+//
+// f gets a copy of the step (changing it changes nothing) and must be
+// quick and must not call the coordinator: the plan waits while it runs.
+// It may be called more than once for a step (a change is tried again
+// after a conflict with another replica), so it should depend on the step
+// alone. A panic in f is logged and counts as false: the step waits for a
+// person. A person may still approve or reject a step before its turn,
+// and approve_step_or_steps approves or rejects every step that has not
+// run, whatever f would answer.
+func AutoApprove(f func(Step) bool) Option {
+	return func(c *config) error {
+		if f == nil {
+			return fmt.Errorf("%w: plan.AutoApprove: nil function", agency.ErrInvalidOption)
+		}
+		c.auto = f
+		return c.once("AutoApprove")
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -232,14 +233,23 @@ func TestScenarioDCrashAfterHandler(t *testing.T) {
 	if n := w.runs.count("schedule_orientation", s4); n != 1 {
 		t.Fatalf("step 4 ran %d times before the restart", n)
 	}
+	// After the restart step 4 is delivered again with the same key: by
+	// the sweeper once its lease runs out ("attempt 2"), or by the relay
+	// when the crash came before its message was marked sent. Either way
+	// Idempotent answers from its record and the plan completes.
+	var again atomic.Int32
 	w.runs.mu.Lock()
-	w.runs.after = nil
+	w.runs.after = func(action, key string) {
+		if key == s4 {
+			again.Add(1)
+		}
+	}
 	w.runs.mu.Unlock()
 	w.rebuild()
-	w.waitEvent("step 4 sent again", func(e plan.Event) bool {
-		return e.Kind == plan.StepDispatched && e.StepID == s4 && e.Detail == "attempt 2"
-	})
 	finishAfterCrash(t, w, p, s4)
+	if again.Load() == 0 {
+		t.Error("step 4 was not delivered again after the restart")
+	}
 }
 
 func finishAfterCrash(t *testing.T, w *world, p apiPlan, s4 string) {

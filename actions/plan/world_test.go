@@ -119,6 +119,7 @@ func specialists(r *runs, st store.Store) []*agency.Agent {
 type world struct {
 	t      *testing.T
 	path   string
+	open   func() (store.Store, error) // the store of each build; SQLite at path unless set
 	opts   []plan.Option
 	hopts  []planhttp.Option
 	pl     *openaitest.Server
@@ -127,6 +128,7 @@ type world struct {
 	events chan plan.Event
 
 	mu      sync.Mutex
+	seen    []plan.Event // every event of every build, in order
 	handler http.Handler
 	st      store.Store
 	sp      *space.Local
@@ -136,8 +138,17 @@ type world struct {
 }
 
 func newWorld(t *testing.T, opts []plan.Option, hopts []planhttp.Option, script ...openaitest.Step) *world {
-	w := &world{t: t, path: filepath.Join(t.TempDir(), "plans.db"), opts: opts, hopts: hopts,
+	return newWorldOn(t, nil, opts, hopts, script...)
+}
+
+// newWorldOn is newWorld on the store open returns at each build (a
+// restart opens it again); nil is a SQLite file.
+func newWorldOn(t *testing.T, open func() (store.Store, error), opts []plan.Option, hopts []planhttp.Option, script ...openaitest.Step) *world {
+	w := &world{t: t, path: filepath.Join(t.TempDir(), "plans.db"), open: open, opts: opts, hopts: hopts,
 		pl: openaitest.NewServer(t, script...), runs: &runs{}, events: make(chan plan.Event, 1024)}
+	if w.open == nil {
+		w.open = func() (store.Store, error) { return sqlitestore.Open(context.Background(), w.path) }
+	}
 	w.srv = httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
 		w.mu.Lock()
 		h := w.handler
@@ -154,11 +165,14 @@ func newWorld(t *testing.T, opts []plan.Option, hopts []planhttp.Option, script 
 func (w *world) build() {
 	t := w.t
 	ctx := context.Background()
-	st, err := sqlitestore.Open(ctx, w.path)
+	st, err := w.open()
 	if err != nil {
 		t.Fatal(err)
 	}
 	opts := append([]plan.Option{plan.Observe(func(_ context.Context, e plan.Event) {
+		w.mu.Lock()
+		w.seen = append(w.seen, e)
+		w.mu.Unlock()
 		select {
 		case w.events <- e:
 		default:
@@ -168,6 +182,9 @@ func (w *world) build() {
 	if err != nil {
 		t.Fatal(err)
 	}
+	w.mu.Lock()
+	w.coord = coord // before it joins the space, for hooks that halt the current one
+	w.mu.Unlock()
 	planner, err := openai.New(plannerID, openai.BaseURL(w.pl.URL), openai.APIKey("test"), openai.HTTPClient(w.pl.Client()),
 		openai.SystemPrompt(plan.PlannerPrompt))
 	if err != nil {
@@ -187,6 +204,27 @@ func (w *world) build() {
 	w.mu.Lock()
 	w.handler, w.st, w.sp, w.coord, w.planner, w.gw = h, st, sp, coord, planner, gw
 	w.mu.Unlock()
+}
+
+// current returns the coordinator of the latest build; hooks that run
+// while a build is under way call it.
+func (w *world) current() *plan.Coordinator {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.coord
+}
+
+// history returns the events of every build so far that match accepts.
+func (w *world) history(match func(plan.Event) bool) []plan.Event {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var out []plan.Event
+	for _, e := range w.seen {
+		if match(e) {
+			out = append(out, e)
+		}
+	}
+	return out
 }
 
 // stop closes the space and the store.
@@ -332,6 +370,8 @@ type apiStep struct {
 	HumanFeedback       *string         `json:"human_feedback"`
 	HumanApprovalStatus *string         `json:"human_approval_status"`
 	Seq                 int             `json:"seq"`
+	Attempts            int             `json:"attempts"`
+	AutoApproved        bool            `json:"auto_approved"`
 }
 
 type apiMessage struct {

@@ -43,16 +43,21 @@ const onePlan = `{"steps":[{"agent":"HrAgent","action":"create_employee_record",
 	`{"agent":"HrAgent","action":"create_employee_record","args":{"name":"John Doe"}}],"summary":"Two records"}`
 
 func newFixture(t *testing.T, hopts []planhttp.Option, script ...openaitest.Step) *fixture {
+	return newFixtureWith(t, nil, hopts, script...)
+}
+
+// newFixtureWith is newFixture with more options for the coordinator.
+func newFixtureWith(t *testing.T, copts []plan.Option, hopts []planhttp.Option, script ...openaitest.Step) *fixture {
 	ctx := context.Background()
 	pl := openaitest.NewServer(t, script...)
 	st := store.NewMemory()
 	f := &fixture{t: t, sp: space.NewLocal(), events: make(chan plan.Event, 256), pl: pl}
-	coord, err := plan.NewCoordinator("GroupChatManager", st, plan.Logger(testLogger(t)), plan.Observe(func(_ context.Context, e plan.Event) {
+	coord, err := plan.NewCoordinator("GroupChatManager", st, append([]plan.Option{plan.Logger(testLogger(t)), plan.Observe(func(_ context.Context, e plan.Event) {
 		select {
 		case f.events <- e:
 		default:
 		}
-	}))
+	})}, copts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -218,7 +223,8 @@ func TestShapes(t *testing.T) {
 	if got[1]["human_feedback"] != "not now" || got[1]["status"] != "rejected" || got[1]["human_approval_status"] != "rejected" {
 		t.Errorf("rejected step: %v", got[1])
 	}
-	if got[0]["agent_reply"] != "Record of Jessica Smith" || got[0]["human_feedback"] != nil || got[0]["human_approval_status"] != "accepted" {
+	if got[0]["agent_reply"] != "Record of Jessica Smith" || got[0]["human_feedback"] != nil || got[0]["human_approval_status"] != "accepted" ||
+		got[0]["auto_approved"] != false {
 		t.Errorf("approved step: %v", got[0])
 	}
 	var msgs []map[string]any

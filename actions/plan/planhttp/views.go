@@ -64,6 +64,9 @@ type stepJSON struct {
 	Function string          `json:"function"`
 	Args     json.RawMessage `json:"args"`
 	Attempts int             `json:"attempts"`
+	// AutoApproved: the coordinator's AutoApprove function approved the
+	// step, not a person (human_approval_status is accepted either way).
+	AutoApproved bool `json:"auto_approved"`
 }
 
 type messageJSON struct {
@@ -157,7 +160,7 @@ func viewStep(p *plan.Plan, s *plan.Step) stepJSON {
 		ID: s.ID, TS: ts(s.Created), DataType: "step", PlanID: s.PlanID, Action: s.Describe(), Agent: s.Agent,
 		Status: string(s.Status), AgentReply: opt(s.AgentReply), HumanFeedback: opt(s.HumanFeedback),
 		HumanApprovalStatus: approval(p, s), UpdatedAction: opt(s.UpdatedAction), SessionID: s.SessionID, UserID: s.UserID,
-		Seq: s.Seq, Function: s.Action, Args: args, Attempts: s.Attempts,
+		Seq: s.Seq, Function: s.Action, Args: args, Attempts: s.Attempts, AutoApproved: s.AutoApproved,
 	}
 }
 

@@ -85,6 +85,7 @@
 
   function stepRow(p, s, asking) {
     const info = [];
+    if (s.auto_approved) info.push(el("div", { class: "muted auto" }, "Approved automatically (no person was asked)"));
     if (s.agent_reply !== null) info.push(el("div", {}, s.agent_reply));
     if (s.human_feedback !== null) info.push(el("div", { class: "muted" }, "Feedback: " + s.human_feedback));
     let actions = "";
@@ -96,7 +97,8 @@
         el("button", { class: "approve", type: "button", onclick: () => decide(p, s, true) }, "Approve"), " ",
         el("button", { class: "reject", type: "button", onclick: () => decide(p, s, false) }, "Reject"));
     }
-    return el("tr", { class: s.status, "data-seq": s.seq, "data-status": s.status, "data-step": s.id },
+    return el("tr", { class: s.status, "data-seq": s.seq, "data-status": s.status, "data-step": s.id,
+      "data-auto": s.auto_approved ? "true" : null },
       el("td", {}, String(s.seq)), el("td", {}, s.action), el("td", {}, s.agent), el("td", {}, badge(s.status)),
       el("td", {}, ...info), el("td", { class: "actions" }, actions));
   }
