@@ -105,11 +105,10 @@ type action struct {
 	name  string
 	cfg   *actionConfig // noActionConfig for an action given no options
 	args  *typeInfo
-	ret   reflect.Type
 	agent *Agent
-	h     caller // the handler, a handlerFunc[A, R]
-	// plain: arguments that come as an A need no work (see Register).
-	plain bool
+	// h is the handler: a plainFunc[A, R] when arguments that come as an
+	// A need no work (see Register), else a handlerFunc[A, R].
+	h caller
 	// approve, for an action given Approve, does what run does with the
 	// approver's word in between.
 	approve approval
@@ -127,19 +126,32 @@ func (act *action) run(ctx context.Context, args any) (any, error) {
 // caller calls a handler with its types erased.
 type caller interface {
 	call(act *action, ctx context.Context, args any) (any, error)
+	result() reflect.Type // the handler's R
 }
 
 // handlerFunc is an action's handler. A func in an interface takes no
 // allocation, as a closure over it would.
 type handlerFunc[A, R any] func(context.Context, A) (R, error)
 
+func (h handlerFunc[A, R]) result() reflect.Type { return reflect.TypeFor[R]() }
+
+// plainFunc is the handler of an action whose arguments, when they come
+// as an A, need no work (see Register).
+type plainFunc[A, R any] func(context.Context, A) (R, error)
+
+func (h plainFunc[A, R]) result() reflect.Type { return reflect.TypeFor[R]() }
+
+// call passes raw to h as it is when it is an A, else as a handlerFunc
+// does.
+func (h plainFunc[A, R]) call(act *action, ctx context.Context, raw any) (any, error) {
+	if v, ok := raw.(A); ok {
+		return h(ctx, v)
+	}
+	return handlerFunc[A, R](h).call(act, ctx, raw)
+}
+
 // call decodes and validates raw as the action's arguments and calls h.
 func (h handlerFunc[A, R]) call(act *action, ctx context.Context, raw any) (any, error) {
-	if act.plain {
-		if v, ok := raw.(A); ok {
-			return h(ctx, v)
-		}
-	}
 	var args A
 	if err := decodeArgs(act.args, raw, &args); err != nil {
 		return nil, invalidArgsError(act.agent, act.name, err)
@@ -172,7 +184,7 @@ func Register[A, R any](a *Agent, name string, h func(context.Context, A) (R, er
 	if err := validateRegisterable(name); err != nil {
 		return err
 	}
-	if a.joined.Load() {
+	if a.joined() {
 		return fmt.Errorf("agency: action %q: register actions before %q joins a space", name, a.id)
 	}
 	if a.actions.get(name) != nil {
@@ -185,7 +197,19 @@ func Register[A, R any](a *Agent, name string, h func(context.Context, A) (R, er
 	if err := checkRules(info); err != nil {
 		return fmt.Errorf("agency: action %q: %w", name, err)
 	}
-	act := &action{name: name, cfg: noActionConfig, args: info, ret: reflect.TypeFor[R](), agent: a, h: handlerFunc[A, R](h)}
+	act := a.actions.slot()
+	*act = action{name: name, cfg: noActionConfig, args: info, agent: a, h: handlerFunc[A, R](h)}
+	if err := configure(act, info, h, opts); err != nil {
+		*act = action{} // the slot may be the agent's own: it keeps nothing of a failed registration
+		return err
+	}
+	a.actions.add(act)
+	return nil
+}
+
+// configure sets up act, made by Register, with its options.
+func configure[A, R any](act *action, info *typeInfo, h func(context.Context, A) (R, error), opts []ActionOption) error {
+	a, name := act.agent, act.name
 	if len(opts) > 0 {
 		act.cfg = new(actionConfig)
 		for _, o := range opts {
@@ -215,7 +239,7 @@ func Register[A, R any](a *Agent, name string, h func(context.Context, A) (R, er
 		if _, err := info.argsSchema(); err != nil {
 			return fmt.Errorf("agency: action %q: arguments: %w", name, err)
 		}
-		if _, err := returnsBase(act.ret); err != nil {
+		if _, err := returnsBase(act.h.result()); err != nil {
 			return fmt.Errorf("agency: action %q: result: %w", name, err)
 		}
 	}
@@ -226,8 +250,9 @@ func Register[A, R any](a *Agent, name string, h func(context.Context, A) (R, er
 	// work when A has no rules, no required field that can be nil and no
 	// interface field: then they go to the handler as they are, without
 	// the copy on the heap that decoding needs.
-	act.plain = !info.validate && !info.nilable && !holdsInterface(info.typ)
-	a.actions.add(act)
+	if !info.validate && !info.nilable && !holdsInterface(info.typ) {
+		act.h = plainFunc[A, R](h)
+	}
 	return nil
 }
 

@@ -307,6 +307,63 @@ func TestRegisterAfterJoiningFails(t *testing.T) {
 	}
 }
 
+// The first action lives in the agent itself, the others beside it: a
+// registration that fails leaves nothing behind wherever it was to go, and
+// every action, the first, those in the list and those past the point from
+// which the agent looks them up in a map, is called and listed in help.
+func TestRegisterKeepsEveryActionWhereverItLives(t *testing.T) {
+	a := agency.MustNewAgent("Many")
+	failFirst := agency.Register(a, "a0", regHandler, agency.Describe("x"), agency.Describe("y"))
+	if !errors.Is(failFirst, agency.ErrInvalidOption) {
+		t.Fatalf("the first Register = %v, want ErrInvalidOption", failFirst)
+	}
+	if names := a.ActionNames(); len(names) != 0 {
+		t.Fatalf("a failed first registration left %v", names)
+	}
+	const n = 12 // past the map's threshold
+	var want []string
+	for i := range n {
+		name := fmt.Sprintf("a%d", i)
+		want = append(want, name)
+		agency.Handle(a, name, func(context.Context, pairArgs) (string, error) { return name, nil })
+		if i == 1 {
+			// A failed registration past the first leaves nothing either.
+			if err := agency.Register(a, "bad", regHandler, agency.Returns("x"), agency.Returns("y")); err == nil {
+				t.Fatal("Register with Returns twice succeeded")
+			}
+		}
+	}
+	if err := agency.Register(a, "a0", regHandler); err == nil {
+		t.Error("the first action's name was taken again")
+	}
+	got := a.ActionNames()
+	if len(got) != n {
+		t.Fatalf("ActionNames = %v, want %d names", got, n)
+	}
+	asker := agency.MustNewAgent("Asker")
+	joinLocal(t, a, asker)
+	for _, name := range want {
+		r, err := agency.Call[string](callCtx(t), asker, "Many", name, pairArgs{})
+		if err != nil || r != name {
+			t.Errorf("%s answered %q, %v", name, r, err)
+		}
+	}
+	help, err := asker.Request(callCtx(t), "Many", agency.HelpAction, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text, err := json.Marshal(help.Args)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range want {
+		wantMentions(t, string(text), `"`+name+`"`)
+	}
+	if strings.Contains(string(text), `"bad"`) {
+		t.Errorf("help lists the failed registration: %s", text)
+	}
+}
+
 // --- arguments ---
 
 type pairArgs struct {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"iter"
 	"log/slog"
 	"reflect"
 	"runtime"
@@ -20,10 +21,19 @@ type Agent struct {
 	id string
 	*settings
 
-	actions actionSet   // written only before the agent first joins a space
-	joined  atomic.Bool // set for good on the first Connect
+	actions actionSet // written only before the agent first joins a space
 	conn    atomic.Pointer[Conn]
+
+	// first is the Conn of the agent's first Connect, made in place: an
+	// agent in a space is one allocation with its first action and its
+	// Conn, not three. A later Connect makes a new Conn, so that a Conn,
+	// once closed, stays closed for whoever still holds it.
+	first Conn
 }
+
+// joined tells whether the agent has joined a space, or is joining one:
+// set for good by the first Connect, which takes the agent's own Conn.
+func (a *Agent) joined() bool { return a.first.taken.Load() }
 
 // settings is what an agent's options set, read-only once the agent is
 // made. Agents made without options share defaultSettings: an idle agent
@@ -379,12 +389,18 @@ func convert(v any, dst any) error {
 	return json.Unmarshal(raw, dst)
 }
 
-// actionSet is an agent's actions by name: a short list for the few
-// actions most agents have (an idle agent stays small), and a map beside it
-// once there are many.
+// actionSet is an agent's actions by name. The first is kept in place, in
+// the agent (most agents have one or a few actions, and an idle agent stays
+// small); the others beside it, in a list, and in a map once there are
+// many.
 type actionSet struct {
-	list   []*action
-	one    [1]*action // list's storage while there is one action
+	first action       // the first action registered; its h is nil until then
+	more  *moreActions // made for the second action
+}
+
+// moreActions is an actionSet with more than one action.
+type moreActions struct {
+	list   []*action // every action, the first too, in the order registered
 	byName map[string]*action
 }
 
@@ -393,31 +409,78 @@ type actionSet struct {
 const actionSetMapAt = 9
 
 func (s *actionSet) get(name string) *action {
-	if s.byName != nil {
-		return s.byName[name]
-	}
-	for _, act := range s.list {
-		if act.name == name {
-			return act
+	if m := s.more; m != nil {
+		if m.byName != nil {
+			return m.byName[name]
 		}
+		for _, act := range m.list {
+			if act.name == name {
+				return act
+			}
+		}
+		return nil
+	}
+	if s.first.h != nil && s.first.name == name {
+		return &s.first
 	}
 	return nil
 }
 
-func (s *actionSet) add(act *action) {
-	if s.list == nil {
-		s.one[0] = act
-		s.list = s.one[:]
-		return
-	}
-	s.list = append(s.list, act)
+// len returns the number of actions.
+func (s *actionSet) len() int {
 	switch {
-	case s.byName != nil:
-		s.byName[act.name] = act
-	case len(s.list) >= actionSetMapAt:
-		s.byName = make(map[string]*action, len(s.list))
-		for _, a := range s.list {
-			s.byName[a.name] = a
+	case s.more != nil:
+		return len(s.more.list)
+	case s.first.h != nil:
+		return 1
+	}
+	return 0
+}
+
+// all returns the actions, in the order registered.
+func (s *actionSet) all() iter.Seq[*action] {
+	return func(yield func(*action) bool) {
+		if s.more != nil {
+			for _, act := range s.more.list {
+				if !yield(act) {
+					return
+				}
+			}
+			return
+		}
+		if s.first.h != nil {
+			yield(&s.first)
+		}
+	}
+}
+
+// slot returns where a new action is to be made: in place while there is
+// none yet, else a new one. The caller fills it in, then adds it, or
+// clears it again.
+func (s *actionSet) slot() *action {
+	if s.first.h == nil {
+		return &s.first
+	}
+	return new(action)
+}
+
+// add adds act, from slot, filled in.
+func (s *actionSet) add(act *action) {
+	if act == &s.first {
+		return // in place
+	}
+	if s.more == nil {
+		s.more = &moreActions{list: []*action{&s.first}}
+	}
+	m := s.more
+	m.list = append(m.list, act)
+	switch {
+	case m.byName != nil:
+		m.byName[act.name] = act
+	case len(m.list) >= actionSetMapAt:
+		m.byName = make(map[string]*action, len(m.list))
+		for _, a := range m.list {
+			m.byName[a.name] = a
 		}
 	}
 }

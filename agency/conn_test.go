@@ -290,3 +290,109 @@ func connectAsker(t *testing.T, n int) (*agency.Agent, *agency.Conn, chan *agenc
 	}
 	return a, c, sent
 }
+
+// An agent's first Conn is made in place, in the agent; one that joins
+// again gets a new one, so that whoever still holds the first finds it
+// closed for good and reaches nobody through it.
+func TestConnAfterRejoining(t *testing.T) {
+	ctx := context.Background()
+	route := agency.RouterFunc(func(context.Context, *agency.Message) error { return nil })
+	var handled atomic.Int32
+	a := agency.MustNewAgent("Rejoiner")
+	agency.Handle(a, "tick", func(context.Context, struct{}) (struct{}, error) {
+		handled.Add(1)
+		return struct{}{}, nil
+	})
+	tick := func(id string) *agency.Message {
+		return &agency.Message{To: "Rejoiner", From: "X", ID: id, Action: "tick", NoReply: true}
+	}
+	var conns []*agency.Conn
+	for range 3 {
+		c, err := agency.Connect(a, route)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, old := range conns {
+			if old == c {
+				t.Fatal("Connect after leaving returned a Conn the agent had before")
+			}
+			if err := old.Deliver(tick("old")); !errors.Is(err, agency.ErrNoRecipient) {
+				t.Fatalf("Deliver to an old Conn: %v, want ErrNoRecipient", err)
+			}
+		}
+		if c.Agent() != a {
+			t.Fatalf("the Conn's agent is %v", c.Agent())
+		}
+		c.Added(ctx)
+		if err := c.Deliver(tick("new")); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Close(ctx); err != nil {
+			t.Fatal(err)
+		}
+		conns = append(conns, c)
+	}
+	if n := handled.Load(); n != 3 {
+		t.Errorf("%d ticks handled, want 3", n)
+	}
+}
+
+// Connects of one agent that race: one wins, the others fail with
+// ErrAlreadyAdded, whether the agent has joined before or not.
+func TestConnectRace(t *testing.T) {
+	ctx := context.Background()
+	route := agency.RouterFunc(func(context.Context, *agency.Message) error { return nil })
+	for round := range 50 {
+		a := agency.MustNewAgent("Racer")
+		if round%2 == 1 { // one that has been in a space and left
+			c, err := agency.Connect(a, route)
+			if err != nil {
+				t.Fatal(err)
+			}
+			c.Added(ctx)
+			if err := c.Close(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+		const n = 4
+		conns := make(chan *agency.Conn, n)
+		errs := make(chan error, n)
+		start := make(chan struct{})
+		for range n {
+			go func() {
+				<-start
+				c, err := agency.Connect(a, route)
+				if err != nil {
+					errs <- err
+					return
+				}
+				conns <- c
+			}()
+		}
+		close(start)
+		var won *agency.Conn
+		for range n {
+			select {
+			case c := <-conns:
+				if won != nil {
+					t.Fatal("two Connects of one agent succeeded")
+				}
+				won = c
+			case err := <-errs:
+				if !errors.Is(err, agency.ErrAlreadyAdded) {
+					t.Fatalf("Connect: %v, want ErrAlreadyAdded", err)
+				}
+			}
+		}
+		if won == nil {
+			t.Fatal("no Connect succeeded")
+		}
+		won.Added(ctx)
+		if err := won.Deliver(&agency.Message{To: "Racer", From: "X", ID: "m", Action: "help"}); err != nil {
+			t.Fatalf("Deliver to the winner's Conn: %v", err)
+		}
+		if err := won.Close(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+}

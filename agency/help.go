@@ -51,7 +51,7 @@ func (c *Conn) answerHelp(ctx context.Context, m *Message) {
 		return
 	}
 	help := map[string]json.RawMessage{}
-	for _, act := range c.agent.actions.list {
+	for act := range c.agent.actions.all() {
 		name := act.name
 		if args.ActionName != "" && name != args.ActionName {
 			continue
@@ -98,7 +98,7 @@ func (a *Agent) helpEntry(act *action, access Access) (json.RawMessage, error) {
 	if act.cfg.returns != nil {
 		desc = *act.cfg.returns
 	}
-	h.Returns = returnsSchema(act.ret, desc)
+	h.Returns = returnsSchema(act.h.result(), desc)
 	for _, ex := range act.cfg.encoded {
 		b, err := json.Marshal(struct {
 			To     string                     `json:"to"`
@@ -115,8 +115,8 @@ func (a *Agent) helpEntry(act *action, access Access) (json.RawMessage, error) {
 // ActionNames returns the names of the agent's registered actions, sorted,
 // without help.
 func (a *Agent) ActionNames() []string {
-	names := make([]string, 0, len(a.actions.list))
-	for _, act := range a.actions.list {
+	names := make([]string, 0, a.actions.len())
+	for act := range a.actions.all() {
 		names = append(names, act.name)
 	}
 	slices.Sort(names)

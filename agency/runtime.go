@@ -50,6 +50,7 @@ type Conn struct {
 	left     atomic.Bool             // what closing gone says, read without mu
 	stopped  bool                    // the handlers' context is cancelled, or will be made so
 	finished bool                    // done's state
+	taken    atomic.Bool             // on an agent's own Conn (Agent.first): a Connect has taken it
 
 	mb        mailbox
 	deliverFn func()      // c.deliver, made once: a method value allocates
@@ -90,11 +91,18 @@ type concurrent struct {
 // and [Conn.Close] to take it out again. An agent is in at most one space at
 // a time: a second Connect fails with ErrAlreadyAdded.
 func Connect(a *Agent, r Router) (*Conn, error) {
-	c := &Conn{agent: a, router: r}
+	var c *Conn
+	if a.first.taken.CompareAndSwap(false, true) {
+		// The first Connect has the agent's own Conn, which nobody else
+		// can have seen yet.
+		c = &a.first
+	} else {
+		c = new(Conn)
+	}
+	c.agent, c.router = a, r
 	if !a.conn.CompareAndSwap(nil, c) {
 		return nil, fmt.Errorf("%w: %q", ErrAlreadyAdded, a.id)
 	}
-	a.joined.Store(true)
 	return c, nil
 }
 

@@ -14,12 +14,12 @@ import (
 // Allocation budgets of an agent's life in space.Local, as
 // internal/bench's population makes one: MustNewAgent and one Handle,
 // Add, and the Remove of the idle agent. The ids are made beforehand, and
-// the space's map has room for the agents (its growth, shared by all the
+// the space's table has room for the agents (its growth, shared by all the
 // agents, is not counted). A change that needs more allocations breaks
 // this test; one that needs fewer should lower the budget with it.
 const (
-	budgetNewAgent   = 2 // MustNewAgent and one Handle, without options
-	budgetAdd        = 2 // Add of an agent with one action
+	budgetNewAgent   = 1 // MustNewAgent and one Handle, without options: the agent holds its first action and Conn
+	budgetAdd        = 1 // Add of an agent with one action: its router
 	budgetRemoveIdle = 1 // Remove of an idle agent: no goroutine is started
 )
 
@@ -35,7 +35,7 @@ func TestAllocsPerAgent(t *testing.T) {
 	for i := range ids {
 		ids[i] = "agent-" + strconv.Itoa(i)
 	}
-	// Room in the map for all of them.
+	// Room in the table for all of them.
 	for _, id := range ids {
 		if err := sp.Add(ctx, agency.MustNewAgent(id)); err != nil {
 			t.Fatal(err)

@@ -14,13 +14,13 @@ import (
 // must be treated as read-only. Create one with NewLocal.
 type Local struct {
 	mu     sync.RWMutex
-	agents map[string]*agency.Conn
+	agents agentTable
 	closed bool
 }
 
 // NewLocal returns an empty in-process space.
 func NewLocal() *Local {
-	return &Local{agents: make(map[string]*agency.Conn)}
+	return &Local{agents: newAgentTable()}
 }
 
 var _ Space = (*Local)(nil)
@@ -31,12 +31,13 @@ func (s *Local) Add(ctx context.Context, a *agency.Agent) error {
 		return err
 	}
 	id := a.ID()
+	h := s.agents.hash(id)
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
 		return ErrClosed
 	}
-	if _, ok := s.agents[id]; ok {
+	if _, ok := s.agents.find(h, id); ok {
 		s.mu.Unlock()
 		return fmt.Errorf("%w: %q", ErrAgentExists, id)
 	}
@@ -45,7 +46,7 @@ func (s *Local) Add(ctx context.Context, a *agency.Agent) error {
 		s.mu.Unlock()
 		return err
 	}
-	s.agents[id] = c
+	s.agents.insert(h, c)
 	s.mu.Unlock()
 	c.Added(ctx)
 	return nil
@@ -54,17 +55,16 @@ func (s *Local) Add(ctx context.Context, a *agency.Agent) error {
 // Remove takes the agent with the given id out; see Space.Remove. Messages
 // sent to it while it drains fail as if it were gone.
 func (s *Local) Remove(ctx context.Context, id string) error {
+	h := s.agents.hash(id)
 	s.mu.RLock()
-	c, ok := s.agents[id]
+	c, ok := s.agents.get(h, id)
 	s.mu.RUnlock()
 	if !ok {
 		return fmt.Errorf("%w: %q", ErrUnknownAgent, id)
 	}
 	err := c.Close(ctx)
 	s.mu.Lock()
-	if s.agents[id] == c {
-		delete(s.agents, id)
-	}
+	s.agents.remove(h, c)
 	s.mu.Unlock()
 	return err
 }
@@ -78,15 +78,15 @@ func (s *Local) Close(ctx context.Context) error {
 		return nil
 	}
 	s.closed = true
-	conns := make([]*agency.Conn, 0, len(s.agents))
-	for _, c := range s.agents {
+	conns := make([]*agency.Conn, 0, s.agents.len())
+	for c := range s.agents.all() {
 		conns = append(conns, c)
 	}
 	s.mu.Unlock()
 
 	err := agency.CloseAll(ctx, conns)
 	s.mu.Lock()
-	clear(s.agents)
+	s.agents.reset()
 	s.mu.Unlock()
 	return err
 }
@@ -120,10 +120,10 @@ func (r *localRouter) RouteBroadcast(_ context.Context, m *agency.Message) ([]st
 	s := r.s
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	reached := make([]string, 0, len(s.agents))
-	for id, c := range s.agents {
+	reached := make([]string, 0, s.agents.len())
+	for c := range s.agents.all() {
 		if c.Deliver(m) == nil {
-			reached = append(reached, id)
+			reached = append(reached, c.Agent().ID())
 		}
 	}
 	return reached, nil
@@ -147,7 +147,7 @@ func (r *localRouter) Route(_ context.Context, m *agency.Message) error {
 		return nil
 	}
 	s.mu.RLock()
-	c, ok := s.agents[m.To]
+	c, ok := s.agents.get(s.agents.hash(m.To), m.To)
 	s.mu.RUnlock()
 	if !ok {
 		return noRecipient(m)
@@ -162,7 +162,7 @@ func (r *localRouter) Route(_ context.Context, m *agency.Message) error {
 func (s *Local) broadcast(m *agency.Message) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	for _, c := range s.agents {
+	for c := range s.agents.all() {
 		_ = c.Deliver(m) // an agent on its way out misses the broadcast
 	}
 }
