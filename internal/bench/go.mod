@@ -1,6 +1,6 @@
 module github.com/seed72275b23/agency-go/internal/bench
 
-go 1.25.0
+go 1.24.0
 
 require (
 	github.com/anthdm/hollywood v1.0.5
@@ -47,7 +47,7 @@ require (
 	go.yaml.in/yaml/v4 v4.0.0-rc.2 // indirect
 	golang.org/x/crypto v0.48.0 // indirect
 	golang.org/x/sys v0.41.0 // indirect
-	golang.org/x/text v0.41.0 // indirect
+	golang.org/x/text v0.34.0 // indirect
 	google.golang.org/protobuf v1.33.0 // indirect
 )
 
