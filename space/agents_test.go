@@ -41,21 +41,30 @@ func TestLocalTable(t *testing.T) {
 	}
 }
 
-func checkTable(t *testing.T, sp *space.Local) {
+// tableSpace returns sp, closed when the test ends, with an agent named
+// sender that does not receive its own broadcasts; add adds an agent and
+// records its id in in.
+func tableSpace(t *testing.T, sp *space.Local) (sender *agency.Agent, in map[string]bool, add func(id string)) {
 	ctx := context.Background()
 	t.Cleanup(func() { _ = sp.Close(ctx) })
-	sender := agency.MustNewAgent("sender", agency.OwnBroadcasts(false))
+	sender = agency.MustNewAgent("sender", agency.OwnBroadcasts(false))
 	if err := sp.Add(ctx, sender); err != nil {
 		t.Fatal(err)
 	}
-	in := map[string]bool{}
-	add := func(id string) {
+	in = map[string]bool{}
+	add = func(id string) {
 		t.Helper()
 		if err := sp.Add(ctx, agency.MustNewAgent(id)); err != nil {
 			t.Fatalf("Add(%s): %v", id, err)
 		}
 		in[id] = true
 	}
+	return sender, in, add
+}
+
+func checkTable(t *testing.T, sp *space.Local) {
+	ctx := context.Background()
+	sender, in, add := tableSpace(t, sp)
 	remove := func(id string) {
 		t.Helper()
 		if err := sp.Remove(ctx, id); err != nil {
@@ -142,20 +151,8 @@ func callCtx(t *testing.T) context.Context {
 func TestLocalTableChunks(t *testing.T) {
 	ctx := context.Background()
 	sp := space.NewLocal()
-	t.Cleanup(func() { _ = sp.Close(ctx) })
-	sender := agency.MustNewAgent("sender", agency.OwnBroadcasts(false))
-	if err := sp.Add(ctx, sender); err != nil {
-		t.Fatal(err)
-	}
+	sender, in, add := tableSpace(t, sp)
 	const n = 2500 // two full chunks and part of a third
-	in := map[string]bool{}
-	add := func(id string) {
-		t.Helper()
-		if err := sp.Add(ctx, agency.MustNewAgent(id)); err != nil {
-			t.Fatalf("Add(%s): %v", id, err)
-		}
-		in[id] = true
-	}
 	check := func(step string) {
 		t.Helper()
 		for i := range n + 10 {
