@@ -14,8 +14,9 @@ import (
 // unwatching, and leaves that goroutine blocked for good
 // (github.com/jackc/pgx issue 1999, fixed by its pull request 2515; v5.12.0
 // has the fix). The relay's claim on PostgreSQL is such a batch, cancelled
-// when a test halts a coordinator or it leaves its space. Drop the
-// exception once go.mod requires a pgx with the fix.
+// when a test halts a coordinator or it leaves its space. Every pgx with
+// the fix needs Go 1.25, and the module supports Go 1.24: drop the
+// exception once go.mod can require one.
 func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m, goleak.IgnoreTopFunction("github.com/jackc/pgx/v5/pgconn/ctxwatch.(*ContextWatcher).Watch.func1"))
 }
