@@ -79,11 +79,30 @@ func (c *Conn) closer() *closing {
 }
 
 // concurrent is what an agent that runs several actions at once needs.
+//
+// Its actions run on workers: goroutines that each hold a slot while they
+// run an action, and, once it has ended, wait a short while (slotLinger)
+// for the next message before they return. A steady stream of requests
+// reuses the same few goroutines, as a hand-written server's fixed
+// handlers would, while an agent that has had no message for that while
+// holds no goroutine.
 type concurrent struct {
 	seq     sequencer      // messages behind an earlier one of their Sequence
 	sem     chan struct{}  // a slot per running action
-	workers sync.WaitGroup // actions running beside the delivery goroutine
+	workers sync.WaitGroup // the workers, running or waiting for work
+	idle    atomic.Int32   // workers waiting for work that no dispatch has claimed
+	next    chan slotWork  // a claimed waiting worker's next message; closed when the agent leaves
+	closed  bool           // next is closed; only the delivery goroutine uses it
 }
+
+// slotWork is a message taken, with a slot, for a worker to run.
+type slotWork struct {
+	it  item
+	key string // its Sequence key, "" for none
+}
+
+// slotLinger is how long a worker waits for its next message.
+var slotLinger = 2 * time.Millisecond
 
 // Connect attaches a to a space whose outgoing side is r. The space calls
 // [Conn.Added] once the agent can be reached, which runs its AfterAdd hook
@@ -128,7 +147,7 @@ func (c *Conn) concurrent() *concurrent {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.conc == nil {
-		c.conc = &concurrent{sem: make(chan struct{}, c.agent.concurrency)}
+		c.conc = &concurrent{sem: make(chan struct{}, c.agent.concurrency), next: make(chan slotWork)}
 	}
 	return c.conc
 }
@@ -741,6 +760,10 @@ func (c *Conn) deliver() {
 		if b.last == nil {
 			if closed {
 				if cc := c.concurrentIfAny(); cc != nil {
+					if !cc.closed {
+						cc.closed = true
+						close(cc.next) // the waiting workers return now
+					}
 					cc.workers.Wait()
 				}
 				c.finish()
@@ -777,34 +800,116 @@ func (c *Conn) deliver() {
 }
 
 // dispatch runs it beside the delivery goroutine, for an agent with
-// Concurrency(n), n > 1, once a slot is free and its Sequence lets it. It
-// is a function of its own so that the delivery goroutine's frame stays
-// small for the common case (see handle).
+// Concurrency(n), n > 1, once a slot is free and its Sequence lets it: on
+// a worker that waits for work, or else on a new one. It is a function of
+// its own so that the delivery goroutine's frame stays small for the
+// common case (see handle).
 //
 //go:noinline
 func (c *Conn) dispatch(it item) {
 	var key string
-	cc := c.concurrent()
+	cc := c.conc // only the delivery goroutine sets it
+	if cc == nil {
+		cc = c.concurrent()
+	}
 	if c.agent.sequence != nil && !it.m.IsResponse() {
 		if key = c.agent.sequence(it.m); key != "" && cc.seq.park(key, it) {
 			return // its turn comes when the one before it ends
 		}
 	}
+	// The slot first: while every slot is busy the message is not taken,
+	// and a pacing space sends no more.
 	cc.sem <- struct{}{}
 	it.taken.fire()
+	w := slotWork{it: it, key: key}
+	for {
+		n := cc.idle.Load()
+		if n == 0 {
+			break
+		}
+		if cc.idle.CompareAndSwap(n, n-1) {
+			cc.next <- w // a waiting worker is bound to take it (see work)
+			return
+		}
+	}
 	cc.workers.Add(1)
-	go func() {
-		defer func() { <-cc.sem; cc.workers.Done() }()
-		c.handle(it.m)
-		for key != "" {
-			next, ok := cc.seq.next(key)
+	go c.work(cc, w)
+}
+
+// work is a worker: it runs w, and the messages of its Sequence that wait
+// behind it, in the slot dispatch took for w; then it waits up to
+// slotLinger for the next message, and returns when none comes. One that
+// has run a single message that takes no answer (a broadcast's, say)
+// returns at once: waiting there would keep a goroutine for each of many
+// agents for nothing.
+func (c *Conn) work(cc *concurrent, w slotWork) {
+	var t *time.Timer
+	holding := true // the slot of the message under way
+	defer func() {
+		if holding { // the handler's goroutine ended (runtime.Goexit)
+			<-cc.sem
+		}
+		if t != nil {
+			t.Stop()
+		}
+		cc.workers.Done()
+	}()
+	for handled := 1; ; handled++ {
+		m := w.it.m
+		wait := handled > 1 || (!m.NoReply && !m.IsResponse())
+		c.handle(m)
+		for w.key != "" {
+			next, ok := cc.seq.next(w.key)
 			if !ok {
 				break
 			}
 			next.taken.fire()
 			c.handle(next.m)
 		}
-	}()
+		if !wait {
+			holding = false
+			<-cc.sem
+			return
+		}
+		// Counted as waiting before the slot is let go: a dispatch that
+		// gets the slot finds this worker to hand its message to.
+		cc.idle.Add(1)
+		holding = false
+		<-cc.sem
+		if t == nil {
+			t = time.NewTimer(slotLinger)
+		} else {
+			t.Reset(slotLinger)
+		}
+		var ok bool
+		select {
+		case w, ok = <-cc.next:
+		case <-t.C:
+			w, ok = c.leaveIdle(cc)
+		}
+		if !ok {
+			return // the agent is leaving
+		}
+		t.Stop()
+		holding = true
+	}
+}
+
+// leaveIdle takes a worker whose wait is over out of the count of waiting
+// workers and reports false; unless every waiting worker has been claimed
+// by a dispatch meanwhile, when one's message is on its way: the worker
+// takes it (a worker takes any claim's message; each claim sends one).
+func (c *Conn) leaveIdle(cc *concurrent) (slotWork, bool) {
+	for {
+		n := cc.idle.Load()
+		if n == 0 {
+			w, ok := <-cc.next
+			return w, ok
+		}
+		if cc.idle.CompareAndSwap(n, n-1) {
+			return slotWork{}, false
+		}
+	}
 }
 
 // handle runs one incoming message to its end.
