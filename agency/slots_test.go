@@ -307,3 +307,45 @@ func TestConcurrencySequenceOnWorkers(t *testing.T) {
 		}
 	}
 }
+
+// Messages delivered to an agent with Concurrency(n) from many goroutines
+// while it is being removed are each either refused or handled before
+// Close returns: none is lost on its way to a worker, none runs after.
+func TestConcurrencyCloseWhileDelivering(t *testing.T) {
+	for run := range 20 {
+		var handled, accepted atomic.Int64
+		a := agency.MustNewAgent("Worker", agency.Concurrency(4))
+		agency.Handle(a, "tick", func(context.Context, struct{}) (bool, error) {
+			handled.Add(1)
+			return true, nil
+		})
+		conn, err := agency.Connect(a, agency.RouterFunc(func(context.Context, *agency.Message) error { return nil }))
+		if err != nil {
+			t.Fatal(err)
+		}
+		conn.Added(context.Background())
+		var wg sync.WaitGroup
+		for g := range 6 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := range 100 {
+					m := &agency.Message{To: "Worker", From: "Boss", ID: fmt.Sprintf("g%dm%d", g, i), Action: "tick", NoReply: i%2 == 0}
+					if conn.DeliverFunc(m, func() {}) == nil {
+						accepted.Add(1)
+					}
+				}
+			}()
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		if err := conn.Close(ctx); err != nil {
+			t.Fatalf("run %d: Close: %v", run, err)
+		}
+		cancel()
+		after := handled.Load()
+		wg.Wait()
+		if got, want := handled.Load(), accepted.Load(); got != want || after != want {
+			t.Fatalf("run %d: %d messages accepted, %d handled when Close returned, %d in the end", run, want, after, got)
+		}
+	}
+}
