@@ -319,8 +319,10 @@ func (c *Conn) Added(ctx context.Context) {
 
 // Deliver hands an incoming message to the agent. It never blocks on the
 // agent: the message is queued, or, if it answers one of the agent's
-// requests, handed to the waiting Request at once. It returns ErrNoRecipient
-// once the agent has stopped taking messages. Safe for concurrent use.
+// requests, handed to the waiting Request at once (and, for an agent with
+// [Concurrency] that has a slot free and nothing queued, to a goroutine
+// that runs it). It returns ErrNoRecipient once the agent has stopped
+// taking messages. Safe for concurrent use.
 func (c *Conn) Deliver(m *Message) error { return c.DeliverFunc(m, nil) }
 
 // DeliverFunc is Deliver for a space that paces delivery: taken is called
@@ -357,6 +359,9 @@ func (c *Conn) DeliverFunc(m *Message, taken func()) error {
 			t.fire()
 			return nil
 		}
+	}
+	if a.concurrency > 1 && a.sequence == nil && c.dispatchNow(item{m: m, taken: t}) {
+		return nil
 	}
 	ok, run := c.mb.put(item{m: m, taken: t})
 	if !ok {
@@ -821,7 +826,57 @@ func (c *Conn) dispatch(it item) {
 	// and a pacing space sends no more.
 	cc.sem <- struct{}{}
 	it.taken.fire()
-	w := slotWork{it: it, key: key}
+	c.toWorker(cc, slotWork{it: it, key: key})
+}
+
+// dispatchNow runs it at once, for an agent with Concurrency(n), n > 1,
+// and no Sequence: when a slot is free and nothing is queued or on its way
+// through the delivery goroutine, the caller of DeliverFunc takes the
+// delivery turn for this one message and hands it to a worker itself, as
+// a hand-written server's reader hands each message to a handler. That
+// saves starting the delivery goroutine, and a hand-over, per message. It
+// reports false, having done nothing, when it cannot: the message then
+// goes through the queue.
+//
+//go:noinline
+func (c *Conn) dispatchNow(it item) bool {
+	mb := &c.mb
+	mb.mu.Lock()
+	if mb.closed || !mb.started || mb.running || len(mb.queue) > 0 {
+		mb.mu.Unlock()
+		return false
+	}
+	// The delivery goroutine makes conc, and no delivery turn is under
+	// way: the last one ended under mu, after it.
+	cc := c.conc
+	if cc == nil {
+		mb.mu.Unlock()
+		return false
+	}
+	select {
+	case cc.sem <- struct{}{}:
+	default: // every slot is busy: the message waits in the queue
+		mb.mu.Unlock()
+		return false
+	}
+	mb.running = true // the delivery turn is this caller's, for it alone
+	mb.mu.Unlock()
+	it.taken.fire()
+	c.toWorker(cc, slotWork{it: it})
+	mb.mu.Lock()
+	// What came meanwhile, or a Close, is the delivery goroutine's.
+	run := len(mb.queue) > 0 || mb.closed
+	mb.running = run
+	mb.mu.Unlock()
+	if run {
+		c.spawn()
+	}
+	return true
+}
+
+// toWorker runs w, whose slot is taken, on a worker that waits for work,
+// or else on a new one. Only the holder of the delivery turn calls it.
+func (c *Conn) toWorker(cc *concurrent, w slotWork) {
 	for {
 		n := cc.idle.Load()
 		if n == 0 {
