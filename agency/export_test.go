@@ -10,12 +10,3 @@ func SetSurveyTimeout(d time.Duration) (restore func()) {
 	surveyTimeout = d
 	return func() { surveyTimeout = old }
 }
-
-// SetSlotLinger sets how long a worker of a Concurrency(n) agent waits
-// for its next message, until the returned function restores it. Tests
-// that change it must not run in parallel.
-func SetSlotLinger(d time.Duration) (restore func()) {
-	old := slotLinger
-	slotLinger = d
-	return func() { slotLinger = old }
-}

@@ -79,30 +79,11 @@ func (c *Conn) closer() *closing {
 }
 
 // concurrent is what an agent that runs several actions at once needs.
-//
-// Its actions run on workers: goroutines that each hold a slot while they
-// run an action, and, once it has ended, wait a short while (slotLinger)
-// for the next message before they return. A steady stream of requests
-// reuses the same few goroutines, as a hand-written server's fixed
-// handlers would, while an agent that has had no message for that while
-// holds no goroutine.
 type concurrent struct {
 	seq     sequencer      // messages behind an earlier one of their Sequence
 	sem     chan struct{}  // a slot per running action
-	workers sync.WaitGroup // the workers, running or waiting for work
-	idle    atomic.Int32   // workers waiting for work that no dispatch has claimed
-	next    chan slotWork  // a claimed waiting worker's next message; closed when the agent leaves
-	closed  bool           // next is closed; only the delivery goroutine uses it
+	workers sync.WaitGroup // actions running beside the delivery goroutine
 }
-
-// slotWork is a message taken, with a slot, for a worker to run.
-type slotWork struct {
-	it  item
-	key string // its Sequence key, "" for none
-}
-
-// slotLinger is how long a worker waits for its next message.
-var slotLinger = 2 * time.Millisecond
 
 // Connect attaches a to a space whose outgoing side is r. The space calls
 // [Conn.Added] once the agent can be reached, which runs its AfterAdd hook
@@ -147,7 +128,7 @@ func (c *Conn) concurrent() *concurrent {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.conc == nil {
-		c.conc = &concurrent{sem: make(chan struct{}, c.agent.concurrency), next: make(chan slotWork)}
+		c.conc = &concurrent{sem: make(chan struct{}, c.agent.concurrency)}
 	}
 	return c.conc
 }
@@ -319,10 +300,8 @@ func (c *Conn) Added(ctx context.Context) {
 
 // Deliver hands an incoming message to the agent. It never blocks on the
 // agent: the message is queued, or, if it answers one of the agent's
-// requests, handed to the waiting Request at once (and, for an agent with
-// [Concurrency] that has a slot free and nothing queued, to a goroutine
-// that runs it). It returns ErrNoRecipient once the agent has stopped
-// taking messages. Safe for concurrent use.
+// requests, handed to the waiting Request at once. It returns ErrNoRecipient
+// once the agent has stopped taking messages. Safe for concurrent use.
 func (c *Conn) Deliver(m *Message) error { return c.DeliverFunc(m, nil) }
 
 // DeliverFunc is Deliver for a space that paces delivery: taken is called
@@ -359,9 +338,6 @@ func (c *Conn) DeliverFunc(m *Message, taken func()) error {
 			t.fire()
 			return nil
 		}
-	}
-	if a.concurrency > 1 && a.sequence == nil && c.dispatchNow(item{m: m, taken: t}) {
-		return nil
 	}
 	ok, run := c.mb.put(item{m: m, taken: t})
 	if !ok {
@@ -765,10 +741,6 @@ func (c *Conn) deliver() {
 		if b.last == nil {
 			if closed {
 				if cc := c.concurrentIfAny(); cc != nil {
-					if !cc.closed {
-						cc.closed = true
-						close(cc.next) // the waiting workers return now
-					}
 					cc.workers.Wait()
 				}
 				c.finish()
@@ -805,166 +777,34 @@ func (c *Conn) deliver() {
 }
 
 // dispatch runs it beside the delivery goroutine, for an agent with
-// Concurrency(n), n > 1, once a slot is free and its Sequence lets it: on
-// a worker that waits for work, or else on a new one. It is a function of
-// its own so that the delivery goroutine's frame stays small for the
-// common case (see handle).
+// Concurrency(n), n > 1, once a slot is free and its Sequence lets it. It
+// is a function of its own so that the delivery goroutine's frame stays
+// small for the common case (see handle).
 //
 //go:noinline
 func (c *Conn) dispatch(it item) {
 	var key string
-	cc := c.conc // only the delivery goroutine sets it
-	if cc == nil {
-		cc = c.concurrent()
-	}
+	cc := c.concurrent()
 	if c.agent.sequence != nil && !it.m.IsResponse() {
 		if key = c.agent.sequence(it.m); key != "" && cc.seq.park(key, it) {
 			return // its turn comes when the one before it ends
 		}
 	}
-	// The slot first: while every slot is busy the message is not taken,
-	// and a pacing space sends no more.
 	cc.sem <- struct{}{}
 	it.taken.fire()
-	c.toWorker(cc, slotWork{it: it, key: key})
-}
-
-// dispatchNow runs it at once, for an agent with Concurrency(n), n > 1,
-// and no Sequence: when a slot is free and nothing is queued or on its way
-// through the delivery goroutine, the caller of DeliverFunc takes the
-// delivery turn for this one message and hands it to a worker itself, as
-// a hand-written server's reader hands each message to a handler. That
-// saves starting the delivery goroutine, and a hand-over, per message. It
-// reports false, having done nothing, when it cannot: the message then
-// goes through the queue.
-//
-//go:noinline
-func (c *Conn) dispatchNow(it item) bool {
-	mb := &c.mb
-	mb.mu.Lock()
-	if mb.closed || !mb.started || mb.running || len(mb.queue) > 0 {
-		mb.mu.Unlock()
-		return false
-	}
-	// The delivery goroutine makes conc, and no delivery turn is under
-	// way: the last one ended under mu, after it.
-	cc := c.conc
-	if cc == nil {
-		mb.mu.Unlock()
-		return false
-	}
-	select {
-	case cc.sem <- struct{}{}:
-	default: // every slot is busy: the message waits in the queue
-		mb.mu.Unlock()
-		return false
-	}
-	mb.running = true // the delivery turn is this caller's, for it alone
-	mb.mu.Unlock()
-	it.taken.fire()
-	c.toWorker(cc, slotWork{it: it})
-	mb.mu.Lock()
-	// What came meanwhile, or a Close, is the delivery goroutine's.
-	run := len(mb.queue) > 0 || mb.closed
-	mb.running = run
-	mb.mu.Unlock()
-	if run {
-		c.spawn()
-	}
-	return true
-}
-
-// toWorker runs w, whose slot is taken, on a worker that waits for work,
-// or else on a new one. Only the holder of the delivery turn calls it.
-func (c *Conn) toWorker(cc *concurrent, w slotWork) {
-	for {
-		n := cc.idle.Load()
-		if n == 0 {
-			break
-		}
-		if cc.idle.CompareAndSwap(n, n-1) {
-			cc.next <- w // a waiting worker is bound to take it (see work)
-			return
-		}
-	}
 	cc.workers.Add(1)
-	go c.work(cc, w)
-}
-
-// work is a worker: it runs w, and the messages of its Sequence that wait
-// behind it, in the slot dispatch took for w; then it waits up to
-// slotLinger for the next message, and returns when none comes. One that
-// has run a single message that takes no answer (a broadcast's, say)
-// returns at once: waiting there would keep a goroutine for each of many
-// agents for nothing.
-func (c *Conn) work(cc *concurrent, w slotWork) {
-	var t *time.Timer
-	holding := true // the slot of the message under way
-	defer func() {
-		if holding { // the handler's goroutine ended (runtime.Goexit)
-			<-cc.sem
-		}
-		if t != nil {
-			t.Stop()
-		}
-		cc.workers.Done()
-	}()
-	for handled := 1; ; handled++ {
-		m := w.it.m
-		wait := handled > 1 || (!m.NoReply && !m.IsResponse())
-		c.handle(m)
-		for w.key != "" {
-			next, ok := cc.seq.next(w.key)
+	go func() {
+		defer func() { <-cc.sem; cc.workers.Done() }()
+		c.handle(it.m)
+		for key != "" {
+			next, ok := cc.seq.next(key)
 			if !ok {
 				break
 			}
 			next.taken.fire()
 			c.handle(next.m)
 		}
-		if !wait {
-			holding = false
-			<-cc.sem
-			return
-		}
-		// Counted as waiting before the slot is let go: a dispatch that
-		// gets the slot finds this worker to hand its message to.
-		cc.idle.Add(1)
-		holding = false
-		<-cc.sem
-		if t == nil {
-			t = time.NewTimer(slotLinger)
-		} else {
-			t.Reset(slotLinger)
-		}
-		var ok bool
-		select {
-		case w, ok = <-cc.next:
-		case <-t.C:
-			w, ok = c.leaveIdle(cc)
-		}
-		if !ok {
-			return // the agent is leaving
-		}
-		t.Stop()
-		holding = true
-	}
-}
-
-// leaveIdle takes a worker whose wait is over out of the count of waiting
-// workers and reports false; unless every waiting worker has been claimed
-// by a dispatch meanwhile, when one's message is on its way: the worker
-// takes it (a worker takes any claim's message; each claim sends one).
-func (c *Conn) leaveIdle(cc *concurrent) (slotWork, bool) {
-	for {
-		n := cc.idle.Load()
-		if n == 0 {
-			w, ok := <-cc.next
-			return w, ok
-		}
-		if cc.idle.CompareAndSwap(n, n-1) {
-			return slotWork{}, false
-		}
-	}
+	}()
 }
 
 // handle runs one incoming message to its end.

@@ -12,12 +12,10 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/seed72275b23/agency-go/agency"
-	"github.com/seed72275b23/agency-go/space"
 )
 
-// The workers of an agent with Concurrency(n) stay only while there is
-// work: once a burst of requests has been answered, the agent holds no
-// goroutine again.
+// An agent with Concurrency(n) holds goroutines only while it has work:
+// once a burst of requests has been answered, it holds none again.
 func TestConcurrencyIdleAfterBurst(t *testing.T) {
 	worker := agency.MustNewAgent("Worker", agency.Concurrency(4))
 	agency.Handle(worker, "double", func(_ context.Context, args struct {
@@ -49,45 +47,10 @@ func TestConcurrencyIdleAfterBurst(t *testing.T) {
 	goleak.VerifyNone(t, before)
 }
 
-// Removing an agent does not wait for its idle workers' time to run out:
-// they return at once.
-func TestConcurrencyCloseWakesWorkers(t *testing.T) {
-	t.Cleanup(agency.SetSlotLinger(time.Hour)) // after the agents have left
-	before := goleak.IgnoreCurrent()
-	worker := agency.MustNewAgent("Worker", agency.Concurrency(4))
-	agency.Handle(worker, "ping", func(context.Context, struct{}) (string, error) { return "pong", nil })
-	caller := agency.MustNewAgent("Caller")
-	s := space.NewLocal()
-	for _, a := range []*agency.Agent{worker, caller} {
-		if err := s.Add(context.Background(), a); err != nil {
-			t.Fatal(err)
-		}
-	}
-	ctx := callCtx(t)
-	var wg sync.WaitGroup
-	for range 4 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if v, err := agency.Call[string](ctx, caller, "Worker", "ping", nil); err != nil || v != "pong" {
-				t.Errorf("ping = %q, %v", v, err)
-			}
-		}()
-	}
-	wg.Wait()
-	closeCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := s.Close(closeCtx); err != nil {
-		t.Fatalf("Close with workers waiting for work: %v", err)
-	}
-	goleak.VerifyNone(t, before)
-}
-
 // With Concurrency(2), a pacing space hears that a message is taken when
-// one of the two slots is free for it, not before: so too when the
-// workers are idle ones waiting for work.
+// one of the two slots is free for it, not before: with the agent idle,
+// and again after its first actions have ended.
 func TestConcurrencyPacing(t *testing.T) {
-	t.Cleanup(agency.SetSlotLinger(time.Hour)) // after the agents have left
 	log := &takenLog{ch: make(chan string, 16)}
 	started := make(chan string, 16)
 	var mu sync.Mutex
@@ -159,8 +122,7 @@ func TestConcurrencyPacing(t *testing.T) {
 		}
 	}
 
-	// Twice: first with no worker, then with the first round's workers
-	// waiting for work.
+	// Twice: the second round finds the first one's slots let go.
 	for round := range 2 {
 		id := func(i int) string { return fmt.Sprintf("r%dm%d", round, i) }
 		deliver(id(1))
@@ -178,9 +140,8 @@ func TestConcurrencyPacing(t *testing.T) {
 }
 
 // An action of an agent with Concurrency(n) that panics fails that call
-// alone: the agent goes on, on the same workers, with the next ones.
+// alone: the agent goes on with the next ones.
 func TestConcurrencyPanic(t *testing.T) {
-	t.Cleanup(agency.SetSlotLinger(time.Hour)) // after the agents have left
 	worker := agency.MustNewAgent("Worker", agency.Concurrency(2))
 	agency.Handle(worker, "maybe", func(_ context.Context, args struct {
 		Panic bool `json:"panic,omitempty"`
@@ -202,10 +163,9 @@ func TestConcurrencyPanic(t *testing.T) {
 	}
 }
 
-// Actions of an agent with Concurrency(n) may Request other agents, on
-// workers that have run earlier actions too.
+// Actions of an agent with Concurrency(n) may Request other agents, many
+// at once.
 func TestConcurrencyRequestInsideAction(t *testing.T) {
-	t.Cleanup(agency.SetSlotLinger(time.Hour)) // after the agents have left
 	calc := agency.MustNewAgent("Calculator")
 	agency.Handle(calc, "add", func(_ context.Context, args struct {
 		A int `json:"a"`
@@ -241,9 +201,8 @@ func TestConcurrencyRequestInsideAction(t *testing.T) {
 }
 
 // Sequence under Concurrency(n) keeps each key's messages in order, one at
-// a time, also when workers that ran earlier messages take the next ones.
-func TestConcurrencySequenceOnWorkers(t *testing.T) {
-	t.Cleanup(agency.SetSlotLinger(time.Hour)) // after the agents have left
+// a time, under a steady load of several keys and messages without one.
+func TestConcurrencySequenceUnderLoad(t *testing.T) {
 	const perKey = 40
 	keys := []string{"a", "b", "c"}
 	var (
@@ -310,7 +269,7 @@ func TestConcurrencySequenceOnWorkers(t *testing.T) {
 
 // Messages delivered to an agent with Concurrency(n) from many goroutines
 // while it is being removed are each either refused or handled before
-// Close returns: none is lost on its way to a worker, none runs after.
+// Close returns: none is lost on its way to a handler, none runs after.
 func TestConcurrencyCloseWhileDelivering(t *testing.T) {
 	for run := range 20 {
 		var handled, accepted atomic.Int64
