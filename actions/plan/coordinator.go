@@ -144,7 +144,7 @@ func NewCoordinator(id string, st store.Store, opts ...Option) (*Coordinator, er
 			agency.Describe("The actions steps may use, as their agents' help describes them")),
 		agency.Register(a, "submit_plan", c.submitPlan, planner,
 			agency.Describe("Submit the plan for the task you were given, or a revised plan: the steps, each one action of one agent with its arguments. "+
-				"Call it in the conversation of the plan. A person approves each step before it runs."),
+				"Call it in the conversation of the plan. Each step is approved (by a person, or by a rule for a step that needs none) before it runs."),
 			agency.Returns("accepted, and the number of steps"),
 			agency.Example(SubmitPlan{Steps: []StepSpec{{Agent: "HrAgent", Action: "create_employee_record", Args: []byte(`{"name":"Jessica Smith"}`)}}, Summary: "Onboard Jessica Smith"})),
 		agency.Register(a, "say", c.say, planner,

@@ -111,9 +111,12 @@ var rows = []row{
 	},
 	{
 		id: "local-oneway", group: "local",
-		what:  "space.Local one-way",
-		ours:  local("BenchmarkOneWay"),
-		peers: peers("BenchmarkOneWay"), metrics: []metric{msgsPerSec}, benchtime: "1s",
+		what: "space.Local one-way",
+		ours: local("BenchmarkOneWay"),
+		// hollywood-176 is hollywood sending each tick in a heap object
+		// of agency's message size: what the message's bytes cost.
+		peers:   append(peers("BenchmarkOneWay"), side{"hollywood-176", "hollywood", "BenchmarkOneWayMessageSized"}),
+		metrics: []metric{msgsPerSec}, benchtime: "1s",
 	},
 	{
 		id: "local-request", group: "local",
