@@ -1,6 +1,6 @@
 module github.com/seed72275b23/agency-go
 
-go 1.24.0
+go 1.25.0
 
 require (
 	github.com/chromedp/chromedp v0.14.2

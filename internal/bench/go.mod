@@ -1,6 +1,6 @@
 module github.com/seed72275b23/agency-go/internal/bench
 
-go 1.24.0
+go 1.25.0
 
 require (
 	github.com/anthdm/hollywood v1.0.5
