@@ -11,20 +11,20 @@ const maxText = 65536
 
 var (
 	inputTaskFields = []field{
-		{name: "session_id", kind: str, max: 255},
+		{name: "session_id", kind: str, max: 255, id: true},
 		{name: "description", kind: str, required: true, nonEmpty: true, max: maxText},
 	}
 	feedbackFields = []field{
-		{name: "step_id", kind: str, max: 255},
-		{name: "plan_id", kind: str, required: true, max: 255},
-		{name: "session_id", kind: str, required: true, max: 255},
+		{name: "step_id", kind: str, max: 255, id: true},
+		{name: "plan_id", kind: str, required: true, max: 255, id: true},
+		{name: "session_id", kind: str, required: true, max: 255, id: true},
 		{name: "approved", kind: boolean, required: true},
 		{name: "human_feedback", kind: str, max: maxText},
 		{name: "updated_action", kind: str, max: maxText},
 	}
 	clarificationFields = []field{
-		{name: "plan_id", kind: str, required: true, max: 255},
-		{name: "session_id", kind: str, required: true, max: 255},
+		{name: "plan_id", kind: str, required: true, max: 255, id: true},
+		{name: "session_id", kind: str, required: true, max: 255, id: true},
 		{name: "human_clarification", kind: str, required: true, nonEmpty: true, max: maxText},
 	}
 )
@@ -39,7 +39,7 @@ func (h *handler) inputTask(w http.ResponseWriter, r *http.Request, user string)
 	rc, err := h.client.InputTask(ctx, plan.InputTask{UserID: user, SessionID: b.strs["session_id"],
 		Description: b.strs["description"], Wait: h.cfg.wait.Seconds()})
 	if err != nil {
-		return h.fail(err)
+		return h.fail(r, err)
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"status": rc.Status, "session_id": rc.SessionID, "plan_id": rc.PlanID,
 		"description": rc.Description, "user_id": user})
@@ -52,7 +52,7 @@ func feedbackOf(b *body, user string) plan.Feedback {
 }
 
 func (h *handler) humanFeedback(w http.ResponseWriter, r *http.Request, user string) *httpError {
-	fields := append([]field{{name: "step_id", kind: str, required: true, max: 255}}, feedbackFields[1:]...)
+	fields := append([]field{{name: "step_id", kind: str, required: true, max: 255, id: true}}, feedbackFields[1:]...)
 	b, e := decodeBody(w, r, h.cfg.maxBody, fields)
 	if e != nil {
 		return e
@@ -63,7 +63,7 @@ func (h *handler) humanFeedback(w http.ResponseWriter, r *http.Request, user str
 	defer cancel()
 	rc, err := h.client.HumanFeedback(ctx, f)
 	if err != nil {
-		return h.fail(err)
+		return h.fail(r, err)
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"status": rc.Status, "session_id": rc.SessionID, "step_id": rc.StepID})
 	return nil
@@ -80,7 +80,7 @@ func (h *handler) approve(w http.ResponseWriter, r *http.Request, user string) *
 	defer cancel()
 	rc, err := h.client.Approve(ctx, f)
 	if err != nil {
-		return h.fail(err)
+		return h.fail(r, err)
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"status": rc.Status})
 	return nil
@@ -96,7 +96,7 @@ func (h *handler) clarify(w http.ResponseWriter, r *http.Request, user string) *
 	rc, err := h.client.Clarify(ctx, plan.Clarification{UserID: user, PlanID: b.strs["plan_id"], SessionID: b.strs["session_id"],
 		HumanClarification: b.strs["human_clarification"], Wait: h.cfg.wait.Seconds()})
 	if err != nil {
-		return h.fail(err)
+		return h.fail(r, err)
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"status": rc.Status, "session_id": rc.SessionID})
 	return nil
@@ -104,6 +104,9 @@ func (h *handler) clarify(w http.ResponseWriter, r *http.Request, user string) *
 
 func (h *handler) plans(w http.ResponseWriter, r *http.Request, user string) *httpError {
 	q := plan.PlanQuery{UserID: user, SessionID: r.URL.Query().Get("session_id")}
+	if e := badID("query", "session_id", q.SessionID); e != nil {
+		return e
+	}
 	if s := r.URL.Query().Get("limit"); s != "" {
 		n, err := strconv.Atoi(s)
 		if err != nil || n < 1 || n > 1000 {
@@ -115,7 +118,7 @@ func (h *handler) plans(w http.ResponseWriter, r *http.Request, user string) *ht
 	defer cancel()
 	views, err := h.client.Plans(ctx, q)
 	if err != nil {
-		return h.fail(err)
+		return h.fail(r, err)
 	}
 	if q.SessionID != "" && len(views) == 0 {
 		return errorf(http.StatusNotFound, "Plan not found")
@@ -129,11 +132,14 @@ func (h *handler) plans(w http.ResponseWriter, r *http.Request, user string) *ht
 }
 
 func (h *handler) steps(w http.ResponseWriter, r *http.Request, user string) *httpError {
+	if e := badID("path", "plan_id", r.PathValue("plan_id")); e != nil {
+		return e
+	}
 	ctx, cancel := h.ctx(r, 0)
 	defer cancel()
 	views, err := h.client.Plans(ctx, plan.PlanQuery{UserID: user, PlanID: r.PathValue("plan_id")})
 	if err != nil {
-		return h.fail(err)
+		return h.fail(r, err)
 	}
 	if len(views) == 0 {
 		return errorf(http.StatusNotFound, "Plan not found")
@@ -143,11 +149,14 @@ func (h *handler) steps(w http.ResponseWriter, r *http.Request, user string) *ht
 }
 
 func (h *handler) agentMessages(w http.ResponseWriter, r *http.Request, user string) *httpError {
+	if e := badID("path", "session_id", r.PathValue("session_id")); e != nil {
+		return e
+	}
 	ctx, cancel := h.ctx(r, 0)
 	defer cancel()
 	msgs, err := h.client.Messages(ctx, plan.MessageQuery{UserID: user, SessionID: r.PathValue("session_id")})
 	if err != nil {
-		return h.fail(err)
+		return h.fail(r, err)
 	}
 	out := make([]messageJSON, len(msgs))
 	for i := range msgs {
@@ -162,7 +171,7 @@ func (h *handler) messages(w http.ResponseWriter, r *http.Request, user string) 
 	defer cancel()
 	d, err := h.client.Documents(ctx, user)
 	if err != nil {
-		return h.fail(err)
+		return h.fail(r, err)
 	}
 	status := map[string]string{}
 	out := []any{}
@@ -199,7 +208,7 @@ func (h *handler) deleteMessages(w http.ResponseWriter, r *http.Request, user st
 	defer cancel()
 	n, err := h.client.Delete(ctx, user)
 	if err != nil {
-		return h.fail(err)
+		return h.fail(r, err)
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"status": "All messages deleted", "deleted": n.Documents})
 	return nil
@@ -210,7 +219,7 @@ func (h *handler) agentTools(w http.ResponseWriter, r *http.Request, user string
 	defer cancel()
 	tools, err := h.client.Tools(ctx, user)
 	if err != nil {
-		return h.fail(err)
+		return h.fail(r, err)
 	}
 	out := make([]toolJSON, len(tools))
 	for i := range tools {

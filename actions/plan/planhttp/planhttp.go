@@ -252,8 +252,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			if p == http.ErrAbortHandler {
 				panic(p)
 			}
-			h.cfg.logger.Error("planhttp: handler panicked", "method", r.Method, "path", r.URL.Path, "panic", p)
-			writeError(w, errorf(http.StatusInternalServerError, "Internal Server Error"))
+			writeError(w, h.internal(r, fmt.Sprintf("panic: %v", p)))
 		}
 	}()
 	h.cors(w, r)
@@ -308,8 +307,8 @@ func (h *handler) serve(w http.ResponseWriter, r *http.Request, rt *route) {
 			writeError(w, errorf(http.StatusUnauthorized, "no user: the request has no %s header", PrincipalHeader))
 			return
 		}
-		if len(u) > 255 {
-			writeError(w, errorf(http.StatusUnauthorized, "the user id is longer than 255 bytes"))
+		if why := checkID("user id", u); why != "" {
+			writeError(w, errorf(http.StatusUnauthorized, "the %s header: %s", PrincipalHeader, why))
 			return
 		}
 		user = u
@@ -354,7 +353,7 @@ func (h *handler) ctx(r *http.Request, wait time.Duration) (context.Context, con
 }
 
 // fail turns the error of a call to the coordinator into an answer.
-func (h *handler) fail(err error) *httpError {
+func (h *handler) fail(r *http.Request, err error) *httpError {
 	var ae *agency.ActionError
 	switch {
 	case errors.Is(err, plan.ErrNotFound):
@@ -374,7 +373,7 @@ func (h *handler) fail(err error) *httpError {
 	case errors.As(err, &ae) && ae.Type == agency.ErrorPermissionDenied:
 		return errorf(http.StatusInternalServerError, "the gateway agent %s may not call the coordinator: make it an approver (plan.Approver)", h.client.From.ID())
 	}
-	return errorf(http.StatusInternalServerError, "Internal Server Error: %v", err)
+	return h.internal(r, err)
 }
 
 // loc names the field an error text of the coordinator starts with
