@@ -63,6 +63,7 @@ func TestBadBytes(t *testing.T) {
 				{"GET", "/plans?session_id=%FF%FE", "", u1, 400, "session_id"},
 				{"GET", "/plans?session_id=s%00", "", u1, 400, "session_id"},
 				{"POST", "/input_task", `{"session_id":"s\u0000","description":"x"}`, u1, 400, "session_id"},
+				{"POST", "/input_task", "{\"session_id\":\"s\xff\xfe\",\"description\":\"x\"}", u1, 400, "UTF-8"},
 				{"POST", "/approve_step_or_steps", `{"plan_id":"p\u0000","session_id":"s1","approved":true}`, u1, 400, "plan_id"},
 				{"POST", "/approve_step_or_steps", fmt.Sprintf(`{"plan_id":%q,"session_id":"s\u0000","approved":true}`, planID), u1, 400, "session_id"},
 				{"POST", "/human_feedback", fmt.Sprintf(`{"step_id":"%s\u0000","plan_id":%q,"session_id":"s1","approved":true}`, step, planID), u1, 400, "step_id"},
@@ -88,6 +89,26 @@ func TestBadBytes(t *testing.T) {
 				t.Errorf("the plan changed: %v", got)
 			}
 		})
+	}
+}
+
+// A body that is not valid UTF-8 is refused as it is (400), not read with
+// its bad bytes replaced by U+FFFD.
+func TestBodyNotUTF8(t *testing.T) {
+	f := newFixture(t, []planhttp.Option{}, script()...)
+	for _, body := range []string{
+		"{\"session_id\":\"s2\",\"description\":\"Onboard \xff\xfe Jessica\"}",
+		"{\"session_id\":\"s2\",\"description\":\"x\",\"other\":\"\xc3\"}",
+		"{\"session_id\":\"s2\",\"description\":\"x\xed\xa0\x80\"}",
+	} {
+		resp, data := f.request("POST", "/input_task", body, u1)
+		if resp.StatusCode != http.StatusBadRequest || !bytes.Contains(data, []byte(`"detail":"body: not valid UTF-8`)) {
+			t.Errorf("POST /input_task %q: %d %s, want 400 body: not valid UTF-8", body, resp.StatusCode, data)
+		}
+	}
+	resp, data := f.request("GET", "/plans?session_id=s2", "", u1)
+	if resp.StatusCode != http.StatusNotFound {
+		t.Errorf("a plan was created: %d %s", resp.StatusCode, data)
 	}
 }
 

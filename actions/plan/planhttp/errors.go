@@ -142,6 +142,11 @@ func decodeBody(w http.ResponseWriter, r *http.Request, limit int64, fields []fi
 		}
 		return nil, errorf(http.StatusBadRequest, "body: %v", err)
 	}
+	// Checked on the bytes as they came: decoding would replace what is
+	// not UTF-8 with U+FFFD, and the text stored would not be the text sent.
+	if !utf8.Valid(data) {
+		return nil, errorf(http.StatusBadRequest, "body: not valid UTF-8 (at byte %d)", invalidAt(data))
+	}
 	if len(bytes.TrimSpace(data)) == 0 {
 		return nil, invalid(fieldError{Loc: []string{"body"}, Msg: "field required", Type: "value_error.missing"})
 	}
@@ -179,10 +184,6 @@ func decodeBody(w http.ResponseWriter, r *http.Request, limit int64, fields []fi
 				errs = append(errs, fieldError{Loc: []string{"body", f.name}, Msg: "ensure this value has at least 1 characters", Type: "value_error.any_str.min_length"})
 				continue
 			}
-			if !utf8.ValidString(s) {
-				errs = append(errs, fieldError{Loc: []string{"body", f.name}, Msg: "invalid UTF-8", Type: "type_error.str"})
-				continue
-			}
 			if f.id {
 				if why := checkID(f.name, s); why != "" {
 					bad = append(bad, why)
@@ -206,4 +207,16 @@ func decodeBody(w http.ResponseWriter, r *http.Request, limit int64, fields []fi
 		return nil, invalid(errs...)
 	}
 	return b, nil
+}
+
+// invalidAt is the offset of the first byte of data that is not UTF-8.
+func invalidAt(data []byte) int {
+	for i := 0; i < len(data); {
+		r, n := utf8.DecodeRune(data[i:])
+		if r == utf8.RuneError && n <= 1 {
+			return i
+		}
+		i += n
+	}
+	return len(data)
 }
