@@ -448,41 +448,36 @@ func (c *Coordinator) deleteDocuments(ctx context.Context, q UserQuery) (Deleted
 	if c.halted.Load() {
 		return Deleted{}, errHalted
 	}
-	for try := 0; ; try++ {
-		var gone []store.Doc
+	var gone []store.Doc
+	err := store.ApplyRetrying(ctx, c.st, func(ctx context.Context) (store.Changes, error) {
+		gone = gone[:0]
 		for _, kind := range []string{kindSession, kindPlan, kindStep, kindMessage, kindLease} {
 			docs, err := c.st.List(ctx, store.Query{Kind: kind, User: q.UserID})
 			if err != nil {
-				return Deleted{}, err
+				return store.Changes{}, err
 			}
 			gone = append(gone, docs...)
 		}
-		if len(gone) == 0 {
-			return Deleted{}, nil
-		}
-		err := c.st.Apply(ctx, store.Changes{Delete: gone})
-		if errors.Is(err, store.ErrConflict) && try < maxRetries {
-			continue
-		}
-		if err != nil {
-			return Deleted{}, err
-		}
-		plans := map[string]bool{}
-		for _, d := range gone {
-			if d.Kind == kindPlan {
-				plans[d.ID] = true
-			}
-		}
-		for id := range plans {
-			c.changed(id)
-		}
-		e := Event{Kind: PlansDeleted, UserID: q.UserID, Detail: fmt.Sprintf("%d documents", len(gone)), Time: time.Now().UTC()}
-		c.log.Info("plan: "+string(e.Kind), "coordinator", c.id, "user_id", q.UserID, "detail", e.Detail)
-		if c.cfg.observe != nil {
-			c.cfg.observe(ctx, e)
-		}
-		return Deleted{Documents: len(gone)}, nil
+		return store.Changes{Delete: gone}, nil
+	})
+	if err != nil || len(gone) == 0 {
+		return Deleted{}, err
 	}
+	plans := map[string]bool{}
+	for _, d := range gone {
+		if d.Kind == kindPlan {
+			plans[d.ID] = true
+		}
+	}
+	for id := range plans {
+		c.changed(id)
+	}
+	e := Event{Kind: PlansDeleted, UserID: q.UserID, Detail: fmt.Sprintf("%d documents", len(gone)), Time: time.Now().UTC()}
+	c.log.Info("plan: "+string(e.Kind), "coordinator", c.id, "user_id", q.UserID, "detail", e.Detail)
+	if c.cfg.observe != nil {
+		c.cfg.observe(ctx, e)
+	}
+	return Deleted{Documents: len(gone)}, nil
 }
 
 func (c *Coordinator) agentTools(ctx context.Context, q UserQuery) ([]Tool, error) {
