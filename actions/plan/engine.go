@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/seed72275b23/agency-go/actions/openai"
 	"github.com/seed72275b23/agency-go/actions/store"
 	"github.com/seed72275b23/agency-go/agency"
 )
@@ -443,7 +444,7 @@ func (s *state) askPlanner(intro, why string) {
 	id := newID()
 	s.plan.Planning, s.plan.PlannerAsk = true, id
 	s.send(&agency.Message{ID: id, To: s.c.cfg.planner, Action: "say", NoReply: true,
-		Args: SayArgs{Content: text}, Meta: map[string]any{"conversation": s.plan.ID}})
+		Args: openai.SayArgs{Content: text}, Meta: map[string]any{"conversation": s.plan.ID}})
 	// A planner that is slow rather than gone has each request waiting
 	// behind the last: ask again later each time.
 	s.lease(plannerLeaseID(s.plan.ID), "", s.c.cfg.lease<<min(s.plan.Asks, 4))
