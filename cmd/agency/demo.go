@@ -1,0 +1,158 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"github.com/seed72275b23/agency-go/actions/openai"
+	"github.com/seed72275b23/agency-go/actions/openai/openaitest"
+	"github.com/seed72275b23/agency-go/agency"
+	"github.com/seed72275b23/agency-go/space"
+)
+
+// demo is a space in this process with agents to look at: a Calculator,
+// its Owner, who approves one clear per run, and an Assistant, an LLM agent
+// on a scripted model served in this process.
+type demo struct {
+	sp    *space.Local
+	model *openaitest.Server
+}
+
+// demoTurns is how many model calls the scripted model answers: far more
+// than a person makes by hand in one run.
+const demoTurns = 100000
+
+// startDemo starts the demo space.
+func startDemo(ctx context.Context) (*demo, error) {
+	d := &demo{sp: space.NewLocal()}
+	steps := make([]openaitest.Step, demoTurns)
+	for i := range steps {
+		steps[i] = openaitest.Step{Func: scriptedModel}
+	}
+	d.model = openaitest.Serve(steps...)
+
+	calc := &demoCalculator{}
+	calcAgent := agency.MustNewAgent("Calculator")
+	agency.Handle(calcAgent, "add", calc.add,
+		agency.Describe("Adds two numbers"),
+		agency.Returns("the sum"),
+		agency.Example(demoAddArgs{A: 1, B: 2}))
+	agency.Handle(calcAgent, "clear", calc.clear,
+		agency.Describe("Clears the calculator's memory; its Owner approves one clear per run"),
+		agency.Returns("what was done"),
+		agency.Approve(calc.approveClear))
+
+	owner := &demoOwner{}
+	ownerAgent := agency.MustNewAgent("Owner")
+	agency.Handle(ownerAgent, "approve", owner.approve,
+		agency.Describe("Asks the owner to approve a call"),
+		agency.AccessBySender(map[string]agency.Access{"Calculator": agency.Permitted}, agency.Denied))
+
+	llm, err := openai.New("Assistant",
+		openai.BaseURL(d.model.URL), openai.APIKey("demo"), openai.HTTPClient(d.model.Client()),
+		openai.Model("scripted-demo"),
+		openai.SystemPrompt("You are a helpful assistant with a calculator."))
+	if err != nil {
+		return nil, errors.Join(err, d.close())
+	}
+	// The Assistant joins last: it asks the others for help as it joins.
+	for _, a := range []*agency.Agent{calcAgent, ownerAgent, llm.Agent()} {
+		if err := d.sp.Add(ctx, a); err != nil {
+			return nil, errors.Join(err, d.close())
+		}
+	}
+	return d, nil
+}
+
+func (d *demo) close() error {
+	err := closeSpace(d.sp)
+	d.model.Close()
+	return err
+}
+
+// numbers finds the numbers in a text.
+var numbers = regexp.MustCompile(`-?\d+(\.\d+)?`)
+
+// scriptedModel plays a model that can add: asked a question with two
+// numbers in it, it calls the Calculator's add; given the result, it
+// answers with it; asked anything else, it says what it can do.
+func scriptedModel(r openaitest.Request) openaitest.Step {
+	if len(r.Messages) == 0 {
+		return openaitest.Step{Text: "Hello."}
+	}
+	last := r.Messages[len(r.Messages)-1]
+	if last.Role == "tool" {
+		var v any
+		if err := json.Unmarshal([]byte(last.Content), &v); err == nil {
+			if f, ok := v.(float64); ok {
+				return openaitest.Step{Text: "The sum is " + strconv.FormatFloat(f, 'g', -1, 64) + "."}
+			}
+		}
+		return openaitest.Step{Text: "The Calculator said: " + last.Content}
+	}
+	nums := numbers.FindAllString(last.Content, 2)
+	if _, ok := r.Tool("Calculator__add"); ok && len(nums) == 2 {
+		args, _ := json.Marshal(map[string]json.Number{"a": json.Number(nums[0]), "b": json.Number(nums[1])})
+		return openaitest.Step{
+			Text:      "I should add " + nums[0] + " and " + nums[1] + ".",
+			ToolCalls: []openaitest.ToolCall{{Name: "Calculator__add", Arguments: string(args)}},
+		}
+	}
+	return openaitest.Step{Text: fmt.Sprintf("I am the demo's scripted model: I can only add. Ask me something like \"what is 2 + 3?\" (you said %q). Without --demo, agency talks to the agents of a real space, which may run a real model.",
+		strings.TrimSpace(last.Content))}
+}
+
+// demoCalculator adds numbers for anyone, and clears its memory when its
+// owner agrees.
+type demoCalculator struct{ memory float64 }
+
+type demoAddArgs struct {
+	A float64 `json:"a" jsonschema:"description=first addend"`
+	B float64 `json:"b" jsonschema:"description=second addend"`
+}
+
+func (c *demoCalculator) add(ctx context.Context, args demoAddArgs) (float64, error) {
+	c.memory = args.A + args.B
+	return c.memory, nil
+}
+
+type demoClearArgs struct {
+	Reason string `json:"reason" validate:"min=3,max=80" jsonschema:"description=why the memory should be cleared"`
+}
+
+func (c *demoCalculator) clear(ctx context.Context, args demoClearArgs) (string, error) {
+	c.memory = 0
+	return "cleared: " + args.Reason, nil
+}
+
+// approveClear asks the Owner whether the caller may clear.
+func (c *demoCalculator) approveClear(ctx context.Context, args demoClearArgs) (bool, error) {
+	raw, err := json.Marshal(args)
+	if err != nil {
+		return false, err
+	}
+	return agency.Call[bool](ctx, agency.AgentFrom(ctx), "Owner", "approve",
+		demoApproveArgs{Caller: agency.MessageFrom(ctx).From, Action: "clear", Args: raw})
+}
+
+// demoOwner stands in for the person who owns the Calculator.
+type demoOwner struct{ approved int }
+
+type demoApproveArgs struct {
+	Caller string          `json:"caller" validate:"required"`
+	Action string          `json:"action" validate:"required"`
+	Args   json.RawMessage `json:"args"`
+}
+
+func (o *demoOwner) approve(ctx context.Context, args demoApproveArgs) (bool, error) {
+	if o.approved > 0 {
+		return false, nil
+	}
+	o.approved++
+	return true, nil
+}
