@@ -79,9 +79,15 @@ func argsObject(raw string) (json.RawMessage, error) {
 // call requests action of agent within o.timeout and returns the value of
 // its answer, with errors that say what to do.
 func (s *session) call(ctx context.Context, o *options, agent, action string, args any) (json.RawMessage, error) {
+	return s.request(ctx, o, &agency.Message{To: agent, Action: action, Args: args})
+}
+
+// request is call with the whole message in the caller's hands.
+func (s *session) request(ctx context.Context, o *options, m *agency.Message) (json.RawMessage, error) {
 	ctx, cancel := context.WithTimeout(ctx, o.timeout)
 	defer cancel()
-	m, err := s.agent.Request(ctx, agent, action, args)
+	agent, action := m.To, m.Action
+	m, err := s.agent.RequestMessage(ctx, m)
 	if err != nil {
 		return nil, s.explain(err, agent, action, o)
 	}

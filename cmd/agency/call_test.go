@@ -126,6 +126,7 @@ func TestNoSpace(t *testing.T) {
 func TestUsage(t *testing.T) {
 	for _, args := range [][]string{
 		{"-h"}, {"ls", "-h"}, {"call", "-h"}, {"help", "-h"},
+		{"say", "-h"}, {"tail", "-h"},
 		{"completion", "bash"}, {"completion", "zsh"}, {"completion", "fish"},
 	} {
 		r := runAgency(t, "", args...)

@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -74,6 +75,7 @@ func serveExampleCalculator(t *testing.T) (url, exchange string) {
 // non-zero code.
 func TestContractCalculator(t *testing.T) {
 	url, exchange := serveExampleCalculator(t)
+	tl := startTail(t, url, "--exchange", exchange, "--json")
 
 	r := runAgency(t, url, "--exchange", exchange, "ls")
 	if r.code != 0 || !strings.Contains(r.stdout, "Calculator  add") {
@@ -86,5 +88,22 @@ func TestContractCalculator(t *testing.T) {
 	r = runAgency(t, url, "--exchange", exchange, "call", "Calculator", "add", `{"a":"x"}`)
 	if r.code == 0 || r.stdout != "" || !strings.Contains(r.stderr, "invalid_args") || !strings.Contains(r.stderr, "must be a number") {
 		t.Errorf("call add x: exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
+	}
+
+	// tail --json showed the call's request and its response, each one
+	// JSON object.
+	var sawRequest, sawResponse bool
+	for !sawRequest || !sawResponse {
+		line := tl.next(t)
+		var m struct {
+			To     string                     `json:"to"`
+			From   string                     `json:"from"`
+			Action map[string]json.RawMessage `json:"action"`
+		}
+		if err := json.Unmarshal([]byte(line), &m); err != nil || m.Action["__meta__"] == nil {
+			t.Fatalf("tail --json printed %q (%v)", line, err)
+		}
+		sawRequest = sawRequest || (m.To == "Calculator" && string(m.Action["add"]) == `{"a":1,"b":2}`)
+		sawResponse = sawResponse || (m.From == "Calculator" && string(m.Action["[response]"]) == `{"value":3}`)
 	}
 }

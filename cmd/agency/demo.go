@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"regexp"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/seed72275b23/agency-go/actions/openai"
 	"github.com/seed72275b23/agency-go/actions/openai/openaitest"
@@ -155,4 +157,31 @@ func (o *demoOwner) approve(ctx context.Context, args demoApproveArgs) (bool, er
 	}
 	o.approved++
 	return true, nil
+}
+
+// play has a, the command's agent, use the demo's agents once, so that
+// there is something to watch: add, add with a wrong argument, a question
+// to the Assistant, and two clears, of which the Owner approves one.
+func (d *demo) play(ctx context.Context, a *agency.Agent, log io.Writer) {
+	calls := []struct {
+		to, action string
+		args       any
+	}{
+		{"Calculator", "add", demoAddArgs{A: 1, B: 2}},
+		{"Calculator", "add", map[string]any{"a": "x"}},
+		{"Assistant", "say", openai.SayArgs{Content: "What is 2 + 3?"}},
+		{"Calculator", "clear", demoClearArgs{Reason: "new day"}},
+		{"Calculator", "clear", demoClearArgs{Reason: "once more"}},
+	}
+	for _, c := range calls {
+		rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		_, err := a.Request(rctx, c.to, c.action, c.args)
+		cancel()
+		if ctx.Err() != nil {
+			return
+		}
+		if err != nil && !errors.Is(err, agency.ErrInvalidArgs) && !errors.Is(err, agency.ErrPermissionDenied) {
+			fmt.Fprintf(log, "demo: %s.%s: %v\n", c.to, c.action, err)
+		}
+	}
 }

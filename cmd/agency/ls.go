@@ -82,8 +82,8 @@ func (s *session) survey(ctx context.Context, o *options) (map[string]map[string
 	if s.demo == nil {
 		// Other agency commands on the exchange answer too; they are
 		// not what a person looks for.
-		for id, actions := range agents {
-			if strings.HasPrefix(id, "agency-cli-") && len(actions) == 0 {
+		for id := range agents {
+			if strings.HasPrefix(id, "agency-cli-") {
 				delete(agents, id)
 			}
 		}

@@ -95,6 +95,8 @@ action, 4 invalid_args, 5 permission_denied, 6 action_failed, 7 timeout.`,
 	root.AddCommand(
 		newLsCmd(o),
 		newCallCmd(o),
+		newSayCmd(o),
+		newTailCmd(o),
 		// agency mcp, which serves the space over MCP on stdio, comes
 		// with package actions/mcp.
 	)

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/url"
+	"strings"
 	"time"
 
 	"github.com/seed72275b23/agency-go/agency"
@@ -81,6 +82,12 @@ func (o *options) open(ctx context.Context, opts ...agency.Option) (*session, er
 	if err != nil {
 		return nil, err
 	}
+	// An LLM agent answers a say with a say of its own to the sender, as
+	// well as with the response: take it, quietly, rather than answer it
+	// with not_found. LLM agents offer no say to their models as a tool.
+	agency.Handle(a, "say", func(ctx context.Context, args sayArgs) (string, error) {
+		return "", nil
+	}, agency.Describe("Takes what an agent says to this agency command"))
 	if o.demo {
 		if o.amqpURL != "" || o.exchange != "" {
 			return nil, usageError("--demo runs in this process: it takes neither --amqp-url nor --exchange")
@@ -147,4 +154,15 @@ func redact(raw string) string {
 		return "(unparsable URL)"
 	}
 	return u.Redacted()
+}
+
+// scrubbed returns err's text without the password of the URL raw.
+func scrubbed(err error, raw string) string {
+	msg := err.Error()
+	if u, perr := url.Parse(raw); perr == nil && u.User != nil {
+		if p, ok := u.User.Password(); ok && p != "" {
+			msg = strings.ReplaceAll(msg, p, "xxxxx")
+		}
+	}
+	return msg
 }
