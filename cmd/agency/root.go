@@ -97,6 +97,7 @@ action, 4 invalid_args, 5 permission_denied, 6 action_failed, 7 timeout.`,
 		newCallCmd(o),
 		newSayCmd(o),
 		newTailCmd(o),
+		newStudioCmd(o),
 		// agency mcp, which serves the space over MCP on stdio, comes
 		// with package actions/mcp.
 	)

@@ -39,6 +39,10 @@ type event struct {
 	Elapsed *float64 `json:"elapsed_ms,omitempty"`
 	// Wire is the message as it travelled (as it would, in process).
 	Wire json.RawMessage `json:"wire"`
+
+	// conversation, when set, makes this no message but the news of a
+	// conversation that changed, for Studio's pages.
+	conversation *conversation
 }
 
 // maxPending bounds the requests a timeline remembers while it waits for
