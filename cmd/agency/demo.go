@@ -13,17 +13,30 @@ import (
 
 	"github.com/seed72275b23/agency-go/actions/openai"
 	"github.com/seed72275b23/agency-go/actions/openai/openaitest"
+	"github.com/seed72275b23/agency-go/actions/plan"
+	"github.com/seed72275b23/agency-go/actions/store"
 	"github.com/seed72275b23/agency-go/agency"
 	"github.com/seed72275b23/agency-go/space"
 )
 
 // demo is a space in this process with agents to look at: a Calculator,
-// its Owner, who approves one clear per run, and an Assistant, an LLM agent
-// on a scripted model served in this process.
+// its Owner, who approves one clear per run, an Assistant, an LLM agent on
+// a scripted model served in this process, and a plan coordinator
+// (GroupChatManager) with its planner (PlannerAgent, on the same model)
+// and the agent that speaks for people (HumanAgent), whose plans run the
+// Calculator's add.
 type demo struct {
-	sp    *space.Local
-	model *openaitest.Server
+	sp       *space.Local
+	model    *openaitest.Server
+	approver *agency.Agent
 }
+
+// The ids of the demo's plan agents.
+const (
+	demoCoordinator = "GroupChatManager"
+	demoPlanner     = "PlannerAgent"
+	demoApprover    = "HumanAgent"
+)
 
 // demoTurns is how many model calls the scripted model answers: far more
 // than a person makes by hand in one run.
@@ -62,8 +75,21 @@ func startDemo(ctx context.Context) (*demo, error) {
 	if err != nil {
 		return nil, errors.Join(err, d.close())
 	}
-	// The Assistant joins last: it asks the others for help as it joins.
-	for _, a := range []*agency.Agent{calcAgent, ownerAgent, llm.Agent()} {
+	coord, err := plan.NewCoordinator(demoCoordinator, store.NewMemory(),
+		plan.Planner(demoPlanner), plan.Approver(demoApprover))
+	if err != nil {
+		return nil, errors.Join(err, d.close())
+	}
+	planner, err := openai.New(demoPlanner,
+		openai.BaseURL(d.model.URL), openai.APIKey("demo"), openai.HTTPClient(d.model.Client()),
+		openai.Model("scripted-demo"), openai.SystemPrompt(plan.PlannerPrompt))
+	if err != nil {
+		return nil, errors.Join(err, d.close())
+	}
+	d.approver = agency.MustNewAgent(demoApprover)
+	// The LLM agents join last: they ask the others for help as they
+	// join.
+	for _, a := range []*agency.Agent{calcAgent, ownerAgent, coord.Agent(), d.approver, llm.Agent(), planner.Agent()} {
 		if err := d.sp.Add(ctx, a); err != nil {
 			return nil, errors.Join(err, d.close())
 		}
@@ -77,8 +103,39 @@ func (d *demo) close() error {
 	return err
 }
 
-// numbers finds the numbers in a text.
-var numbers = regexp.MustCompile(`-?\d+(\.\d+)?`)
+// number matches a number; numbers keeps those that stand as words of
+// their own, not the digits of an id.
+var number = regexp.MustCompile(`\d+(?:\.\d+)?`)
+
+// numbers returns the first n numbers of a text, as JSON numbers.
+func numbers(text string, n int) []string {
+	inWord := func(i int) bool {
+		if i < 0 || i >= len(text) {
+			return false
+		}
+		c := text[i]
+		return c == '-' || c == '_' || ('a' <= c && c <= 'z') || ('A' <= c && c <= 'Z') || ('0' <= c && c <= '9')
+	}
+	var out []string
+	for _, m := range number.FindAllStringIndex(text, -1) {
+		end := m[1]
+		if end < len(text) && text[end] == '.' && end+1 < len(text) && '0' <= text[end+1] && text[end+1] <= '9' {
+			continue // an address, a version: 1.2.3
+		}
+		if inWord(m[0]-1) || inWord(end) {
+			continue
+		}
+		f, err := strconv.ParseFloat(text[m[0]:end], 64)
+		if err != nil {
+			continue
+		}
+		out = append(out, strconv.FormatFloat(f, 'g', -1, 64))
+		if len(out) == n {
+			break
+		}
+	}
+	return out
+}
 
 // scriptedModel plays a model that can add: asked a question with two
 // numbers in it, it calls the Calculator's add; given the result, it
@@ -88,6 +145,9 @@ func scriptedModel(r openaitest.Request) openaitest.Step {
 		return openaitest.Step{Text: "Hello."}
 	}
 	last := r.Messages[len(r.Messages)-1]
+	if _, ok := r.Tool(demoCoordinator + "__submit_plan"); ok {
+		return scriptedPlanner(r, last)
+	}
 	if last.Role == "tool" {
 		var v any
 		if err := json.Unmarshal([]byte(last.Content), &v); err == nil {
@@ -97,7 +157,7 @@ func scriptedModel(r openaitest.Request) openaitest.Step {
 		}
 		return openaitest.Step{Text: "The Calculator said: " + last.Content}
 	}
-	nums := numbers.FindAllString(last.Content, 2)
+	nums := numbers(last.Content, 2)
 	if _, ok := r.Tool("Calculator__add"); ok && len(nums) == 2 {
 		args, _ := json.Marshal(map[string]json.Number{"a": json.Number(nums[0]), "b": json.Number(nums[1])})
 		return openaitest.Step{
@@ -107,6 +167,33 @@ func scriptedModel(r openaitest.Request) openaitest.Step {
 	}
 	return openaitest.Step{Text: fmt.Sprintf("I am the demo's scripted model: I can only add. Ask me something like \"what is 2 + 3?\" (you said %q). Without --demo, agency talks to the agents of a real space, which may run a real model.",
 		strings.TrimSpace(last.Content))}
+}
+
+// scriptedPlanner plays the planner of the demo's plans: a task becomes a
+// plan of one step, the Calculator's add of the first two numbers in the
+// task (or of 2 and 3), and the person's comment on a rejected step
+// becomes a new plan from the comment's numbers in the same way.
+func scriptedPlanner(r openaitest.Request, last openaitest.Message) openaitest.Step {
+	if last.Role == "tool" {
+		if !strings.Contains(last.Content, `"accepted":true`) {
+			return openaitest.Step{Text: "The coordinator refused the plan: " + last.Content}
+		}
+		return openaitest.Step{Text: "Plan submitted."}
+	}
+	nums := numbers(last.Content, 2)
+	if len(nums) < 2 {
+		nums = []string{"2", "3"}
+	}
+	spec := plan.SubmitPlan{
+		Summary: "Add " + nums[0] + " and " + nums[1] + " on the Calculator.",
+		Steps: []plan.StepSpec{{
+			Agent: "Calculator", Action: "add",
+			Args: json.RawMessage(`{"a":` + nums[0] + `,"b":` + nums[1] + `}`),
+			Text: "Add " + nums[0] + " and " + nums[1],
+		}},
+	}
+	args, _ := json.Marshal(spec)
+	return openaitest.Step{ToolCalls: []openaitest.ToolCall{{Name: demoCoordinator + "__submit_plan", Arguments: string(args)}}}
 }
 
 // demoCalculator adds numbers for anyone, and clears its memory when its

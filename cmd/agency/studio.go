@@ -56,7 +56,8 @@ with a form made from each action's argument schema that calls it and shows
 the result or the error; a timeline of the messages (who asked whom what,
 the answers, the errors, how long they took), with filters; the
 conversations, who holds each and its transcript; and, with --coordinator,
-the plans of a plan coordinator with their approvals.
+the plans of a plan coordinator with their approvals (the demo's own,
+with --demo).
 
 It listens on 127.0.0.1 unless --addr names another address; there it
 requires a token (--token, or one made up and printed), which the printed
@@ -110,7 +111,14 @@ func runStudio(ctx context.Context, o *options, sf studioFlags) error {
 	defer s.close()
 
 	st := &studio{s: s, o: o, token: token, local: local, tl: newTimeline(), hub: newHub(), convs: newConversations()}
-	if sf.coordinator != "" {
+	switch {
+	case s.demo != nil && sf.coordinator == "":
+		h, err := planhttp.Handler(s.demo.approver, demoCoordinator, planhttp.DevUser("studio"))
+		if err != nil {
+			return err
+		}
+		st.plans = h
+	case sf.coordinator != "":
 		gw, err := agency.NewAgent(sf.approver)
 		if err != nil {
 			return usageError("--approver %q: %v", sf.approver, err)
@@ -207,6 +215,7 @@ func (st *studio) handler() http.Handler {
 			st.plans.ServeHTTP(w, r2)
 		})
 		mux.Handle("GET /plans/assets/", http.StripPrefix("/plans", st.plans))
+		mux.Handle("/plans", st.plans) // the API's list, not a redirect to the page
 		mux.Handle("/", st.plans)
 	}
 	return st.guard(mux)

@@ -191,6 +191,18 @@ func TestStudioBrowser(t *testing.T) {
 			t.Errorf("the conversation reads %q, without %q", conv, want)
 		}
 	}
+	// The plans' page of planhttp, in the Plans tab, with its task form.
+	var planPage bool
+	err = chromedp.Run(ctx,
+		chromedp.Click(`.tabs button[data-tab="plans"]`, chromedp.ByQuery),
+		chromedp.WaitVisible(`#plans iframe`, chromedp.ByQuery),
+		chromedp.Poll(`(() => { const f = document.querySelector('#plans iframe');
+			return !!(f && f.contentDocument && f.contentDocument.querySelector('#task-description')); })()`,
+			&planPage, chromedp.WithPollingTimeout(20*time.Second)),
+	)
+	if err != nil || !planPage {
+		t.Errorf("the Plans tab shows no plans page: %v", err)
+	}
 	checkScreenshot(t, screenshot)
 }
 
@@ -369,5 +381,75 @@ func getJSON(t *testing.T, url string, v any) {
 	}
 	if err := json.NewDecoder(r.Body).Decode(v); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// Studio on the demo serves the demo's plans through planhttp: a task
+// becomes a plan whose step waits for approval, and once approved runs on
+// the Calculator, which the timeline shows.
+func TestStudioPlans(t *testing.T) {
+	studio := startStudio(t, "", "--demo", "studio", "--addr", "127.0.0.1:0")
+	post := func(path, body string, v any) {
+		t.Helper()
+		r, err := http.Post(studio+path, "application/json", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer r.Body.Close()
+		if r.StatusCode != http.StatusOK {
+			b, _ := io.ReadAll(r.Body)
+			t.Fatalf("POST %s: %d %s", path, r.StatusCode, b)
+		}
+		if v != nil {
+			if err := json.NewDecoder(r.Body).Decode(v); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	var created struct {
+		PlanID    string `json:"plan_id"`
+		SessionID string `json:"session_id"`
+	}
+	post("input_task", `{"session_id":"s1","description":"Add 4 and 5"}`, &created)
+	type plans []struct {
+		Status string `json:"overall_status"`
+		Steps  []struct {
+			Status string  `json:"status"`
+			Reply  *string `json:"agent_reply"`
+		} `json:"steps"`
+	}
+	waitPlan := func(cond func(plans) bool) plans {
+		t.Helper()
+		deadline := time.Now().Add(20 * time.Second)
+		for {
+			var ps plans
+			getJSON(t, studio+"plans?session_id=s1", &ps)
+			if cond(ps) {
+				return ps
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the plan is %+v", ps)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	waitPlan(func(ps plans) bool {
+		return len(ps) == 1 && len(ps[0].Steps) == 1 && ps[0].Steps[0].Status == "awaiting_feedback"
+	})
+	post("approve_step_or_steps", `{"plan_id":"`+created.PlanID+`","session_id":"s1","approved":true}`, nil)
+	ps := waitPlan(func(ps plans) bool { return ps[0].Status == "completed" })
+	if r := ps[0].Steps[0].Reply; r == nil || !strings.Contains(*r, "9") {
+		t.Errorf("the step's reply: %v", r)
+	}
+	// The page of plans, at /plans/, with its assets.
+	for _, path := range []string{"plans/", "plans/assets/app.js"} {
+		r, err := http.Get(studio + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.Body.Close()
+		if r.StatusCode != http.StatusOK {
+			t.Errorf("GET %s: %d", path, r.StatusCode)
+		}
 	}
 }
