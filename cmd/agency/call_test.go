@@ -126,7 +126,7 @@ func TestNoSpace(t *testing.T) {
 func TestUsage(t *testing.T) {
 	for _, args := range [][]string{
 		{"-h"}, {"ls", "-h"}, {"call", "-h"}, {"help", "-h"},
-		{"say", "-h"}, {"tail", "-h"},
+		{"say", "-h"}, {"tail", "-h"}, {"studio", "-h"}, {"help"},
 		{"completion", "bash"}, {"completion", "zsh"}, {"completion", "fish"},
 	} {
 		r := runAgency(t, "", args...)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -71,6 +72,11 @@ func TestDemo(t *testing.T) {
 	r = runAgency(t, "", "--demo", "call", "Calculator", "add", `{"a":1,"b":2}`)
 	if r.code != 0 || r.stdout != "3\n" {
 		t.Errorf("--demo call: exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
+	}
+	in := exec.Command(exe, "--demo", "call", "Calculator", "add", "-")
+	in.Stdin = strings.NewReader(`{"a":2,"b":2}`)
+	if out, err := in.Output(); err != nil || string(out) != "4\n" {
+		t.Errorf("--demo call with the arguments on stdin: %q, %v", out, err)
 	}
 	r = runAgency(t, "", "--demo", "say", "Assistant", "What is 2 + 40?")
 	if r.code != 0 || r.stdout != "The sum is 42.\n" {

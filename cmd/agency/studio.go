@@ -137,20 +137,17 @@ func runStudio(ctx context.Context, o *options, sf studioFlags) error {
 	if err != nil {
 		return err
 	}
-	srv := &http.Server{Handler: st.handler(), ReadHeaderTimeout: 10 * time.Second}
+	// Requests' contexts end when Studio shuts down, so that the pages'
+	// event streams let it.
+	base, stopRequests := context.WithCancel(context.Background())
+	defer stopRequests()
+	srv := &http.Server{Handler: st.handler(), ReadHeaderTimeout: 10 * time.Second,
+		BaseContext: func(net.Listener) context.Context { return base }}
 	watchCtx, stopWatch := context.WithCancel(ctx)
 	defer stopWatch()
 	watched := make(chan error, 1)
 	ready := make(chan struct{})
-	go func() {
-		watched <- s.watch(watchCtx, func() { close(ready) }, func(at time.Time, body []byte) {
-			ev := st.tl.event(at, body)
-			st.hub.publish(ev)
-			if c, ok := st.convs.observe(ev); ok {
-				st.hub.publishConversation(c)
-			}
-		})
-	}()
+	go func() { watched <- st.watch(watchCtx, ready) }()
 	select {
 	case <-ready:
 	case err := <-watched:
@@ -170,15 +167,53 @@ func runStudio(ctx context.Context, o *options, sf studioFlags) error {
 	go func() { served <- srv.Serve(ln) }()
 	select {
 	case <-ctx.Done():
-	case err = <-watched:
-		err = fmt.Errorf("watching the space: %w", err)
+	case werr := <-watched:
+		if werr != nil {
+			err = fmt.Errorf("watching the space: %w", werr)
+		}
 	case err = <-served:
 	}
+	stopRequests()
 	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	_ = srv.Shutdown(sctx)
 	stopWatch()
 	return err
+}
+
+// watchRetry is how long Studio waits before it watches the exchange
+// again after losing the broker.
+const watchRetry = 2 * time.Second
+
+// watch feeds the timeline and the conversations from the space until ctx
+// ends, closing ready once it first sees every message. On a broker it
+// watches again after a lost connection (the space's own agent reconnects
+// by itself), saying so on stderr: what passed meanwhile is not shown.
+func (st *studio) watch(ctx context.Context, ready chan struct{}) error {
+	var once sync.Once
+	for {
+		err := st.s.watch(ctx, func() { once.Do(func() { close(ready) }) }, func(at time.Time, body []byte) {
+			ev := st.tl.event(at, body)
+			st.hub.publish(ev)
+			if c, ok := st.convs.observe(ev); ok {
+				st.hub.publishConversation(c)
+			}
+		})
+		if ctx.Err() != nil {
+			return nil
+		}
+		select {
+		case <-ready:
+		default:
+			return err // never started: a configuration to fix, not a blip
+		}
+		fmt.Fprintf(st.o.stderr, "agency: studio: %v; watching again in %v (what passes meanwhile is not shown)\n", err, watchRetry)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(watchRetry):
+		}
+	}
 }
 
 // isLoopback reports whether host names this machine only.
