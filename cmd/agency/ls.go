@@ -58,7 +58,12 @@ answered until none has answered for a moment.`,
 					fmt.Fprintf(tw, "%s\t-\t(no action it offers you)\n", id)
 				}
 				for _, name := range slices.Sorted(maps.Keys(actions)) {
-					fmt.Fprintf(tw, "%s\t%s\t%s\n", id, name, firstLine(actions[name].Description))
+					h := actions[name]
+					desc := firstLine(h.Description)
+					if h.Access != "" && h.Access != "permitted" {
+						desc += " [access: " + h.Access + "]"
+					}
+					fmt.Fprintf(tw, "%s\t%s\t%s\n", id, name, desc)
 				}
 			}
 			return tw.Flush()

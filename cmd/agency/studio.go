@@ -28,7 +28,7 @@ import (
 //go:embed web
 var web embed.FS
 
-// DefaultStudioAddr is where Studio listens unless told otherwise: this
+// defaultStudioAddr is where Studio listens unless told otherwise: this
 // machine only.
 const defaultStudioAddr = "127.0.0.1:8420"
 
