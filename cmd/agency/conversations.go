@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"github.com/seed72275b23/agency-go/agency"
 	"slices"
 	"sync"
 	"time"
@@ -23,6 +24,29 @@ type conversation struct {
 	Handoffs int       `json:"handoffs"`
 	Updated  time.Time `json:"updated"`
 	Turns    []turn    `json:"turns"`
+
+	// Stored is what a handoff team's store holds of the conversation,
+	// when Studio reads one: who holds it, by the store's own record.
+	Stored *storedConversation `json:"stored,omitempty"`
+}
+
+// storedConversation is a conversation as package handoff keeps it.
+type storedConversation struct {
+	Holder  string         `json:"holder"`
+	User    string         `json:"user"`
+	Status  string         `json:"status"`
+	Version int64          `json:"version"`
+	Hops    int            `json:"hops,omitempty"`
+	Path    []string       `json:"path,omitempty"`
+	Vars    map[string]any `json:"vars,omitempty"`
+	Log     []storedHop    `json:"log,omitempty"`
+}
+
+// storedHop is one handoff of a stored conversation's log.
+type storedHop struct {
+	From string `json:"from"`
+	To   string `json:"to"`
+	Name string `json:"name"`
 }
 
 // turn is one line of a transcript.
@@ -64,8 +88,8 @@ func (cs *conversations) observe(ev event) (conversation, bool) {
 	if id == "" && ev.Kind == "request" && ev.Action == "say" {
 		id = ev.From // an LLM agent keys a say without one by its sender
 	}
-	if id == "" {
-		return conversation{}, false
+	if id == "" || ev.Action == agency.HelpAction {
+		return conversation{}, false // discovery, not part of the talk
 	}
 	cs.mu.Lock()
 	defer cs.mu.Unlock()
@@ -131,6 +155,11 @@ func (cs *conversations) dropOldest() {
 
 // list returns every conversation, latest first.
 func (cs *conversations) list() []conversation {
+	return cs.sorted()
+}
+
+// sorted returns every conversation, latest first.
+func (cs *conversations) sorted() []conversation {
 	cs.mu.Lock()
 	defer cs.mu.Unlock()
 	out := make([]conversation, 0, len(cs.byID))

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/seed72275b23/agency-go/actions/handoff"
 	"github.com/seed72275b23/agency-go/actions/openai"
 	"github.com/seed72275b23/agency-go/actions/openai/openaitest"
 	"github.com/seed72275b23/agency-go/actions/plan"
@@ -25,11 +26,29 @@ import (
 // (GroupChatManager) with its planner (PlannerAgent, on the same model)
 // and the agent that speaks for people (HumanAgent), whose plans run the
 // Calculator's add.
+//
+// A support team of two LLM agents on the same model, Triage and Refunds,
+// shows a handoff: Triage hands every conversation to Refunds, and the
+// team keeps who holds each conversation in the demo's store.
 type demo struct {
 	sp       *space.Local
 	model    *openaitest.Server
 	approver *agency.Agent
+	team     *handoff.Team
+	store    store.Store // the team's conversations
 }
+
+// The ids of the demo's support team.
+const (
+	demoTriage  = "Triage"
+	demoRefunds = "Refunds"
+)
+
+// Their system prompts, by which the scripted model knows whom it plays.
+const (
+	triagePrompt  = "You are Triage, the demo's first contact: hand every customer to Refunds."
+	refundsPrompt = "You are Refunds, the demo's refunds desk."
+)
 
 // The ids of the demo's plan agents.
 const (
@@ -87,9 +106,25 @@ func startDemo(ctx context.Context) (*demo, error) {
 		return nil, errors.Join(err, d.close())
 	}
 	d.approver = agency.MustNewAgent(demoApprover)
+
+	d.store = store.NewMemory()
+	d.team = &handoff.Team{Store: d.store, LLM: []openai.Option{
+		openai.BaseURL(d.model.URL), openai.APIKey("demo"), openai.HTTPClient(d.model.Client()),
+		openai.Model("scripted-demo"),
+	}}
+	triage, err := d.team.Agent(demoTriage, triagePrompt,
+		handoff.OnLLM(handoff.To(demoRefunds), "Hand the customer to Refunds for anything about a refund."))
+	if err != nil {
+		return nil, errors.Join(err, d.close())
+	}
+	refunds, err := d.team.Agent(demoRefunds, refundsPrompt)
+	if err != nil {
+		return nil, errors.Join(err, d.close())
+	}
 	// The LLM agents join last: they ask the others for help as they
 	// join.
-	for _, a := range []*agency.Agent{calcAgent, ownerAgent, coord.Agent(), d.approver, llm.Agent(), planner.Agent()} {
+	for _, a := range []*agency.Agent{calcAgent, ownerAgent, coord.Agent(), d.approver, d.team.UserAgent(),
+		llm.Agent(), planner.Agent(), triage.Agent(), refunds.Agent()} {
 		if err := d.sp.Add(ctx, a); err != nil {
 			return nil, errors.Join(err, d.close())
 		}
@@ -145,6 +180,16 @@ func scriptedModel(r openaitest.Request) openaitest.Step {
 		return openaitest.Step{Text: "Hello."}
 	}
 	last := r.Messages[len(r.Messages)-1]
+	switch {
+	case strings.Contains(r.Messages[0].Content, triagePrompt):
+		if _, ok := r.Tool("transfer_to_" + demoRefunds); ok && last.Role == "user" {
+			return openaitest.Step{Text: "This is one for Refunds.",
+				ToolCalls: []openaitest.ToolCall{{Name: "transfer_to_" + demoRefunds, Arguments: "{}"}}}
+		}
+		return openaitest.Step{Text: "Refunds will take it from here."}
+	case strings.Contains(r.Messages[0].Content, refundsPrompt):
+		return openaitest.Step{Text: "Refunds here: your refund is on its way."}
+	}
 	if _, ok := r.Tool(demoCoordinator + "__submit_plan"); ok {
 		return scriptedPlanner(r, last)
 	}
@@ -248,7 +293,9 @@ func (o *demoOwner) approve(ctx context.Context, args demoApproveArgs) (bool, er
 
 // play has a, the command's agent, use the demo's agents once, so that
 // there is something to watch: add, add with a wrong argument, a question
-// to the Assistant, and two clears, of which the Owner approves one.
+// to the Assistant, and two clears, of which the Owner approves one; then
+// the support team's User starts a conversation that Triage hands to
+// Refunds.
 func (d *demo) play(ctx context.Context, a *agency.Agent, log io.Writer) {
 	calls := []struct {
 		to, action string
@@ -271,4 +318,15 @@ func (d *demo) play(ctx context.Context, a *agency.Agent, log io.Writer) {
 			fmt.Fprintf(log, "demo: %s.%s: %v\n", c.to, c.action, err)
 		}
 	}
+	// A customer of the support team, whom Triage hands to Refunds.
+	rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	_, err := d.team.Run(rctx, handoff.Start{Agent: demoTriage, Conversation: demoConversation,
+		Message: "My anvil arrived broken; I want my money back."})
+	if err != nil && ctx.Err() == nil {
+		fmt.Fprintf(log, "demo: the support conversation: %v\n", err)
+	}
 }
+
+// demoConversation is the id of the support conversation play runs.
+const demoConversation = "demo-refund"

@@ -20,6 +20,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/seed72275b23/agency-go/actions/plan/planhttp"
+	"github.com/seed72275b23/agency-go/actions/store"
 	"github.com/seed72275b23/agency-go/agency"
 )
 
@@ -43,6 +44,7 @@ type studioFlags struct {
 	token       string
 	coordinator string
 	approver    string
+	store       string
 }
 
 func newStudioCmd(o *options) *cobra.Command {
@@ -57,7 +59,8 @@ the result or the error; a timeline of the messages (who asked whom what,
 the answers, the errors, how long they took), with filters; the
 conversations, who holds each and its transcript; and, with --coordinator,
 the plans of a plan coordinator with their approvals (the demo's own,
-with --demo).
+with --demo). With --store, the store of a handoff team (actions/handoff),
+Studio shows who holds each conversation by the store's record.
 
 It listens on 127.0.0.1 unless --addr names another address; there it
 requires a token (--token, or one made up and printed), which the printed
@@ -76,6 +79,7 @@ URL carries once and a cookie keeps.`,
 	f.StringVar(&sf.token, "token", "", "the token a page must show (default: one made up when --addr is not a loopback address)")
 	f.StringVar(&sf.coordinator, "coordinator", "", "the id of a plan coordinator whose plans and approvals to show")
 	f.StringVar(&sf.approver, "approver", "HumanAgent", "with --coordinator: the id Studio joins with to speak for people, one of the coordinator's approvers")
+	f.StringVar(&sf.store, "store", "", "a handoff team's store (a SQLite file, or a postgres:// URL) whose record of who holds each conversation to show")
 	return cmd
 }
 
@@ -89,6 +93,7 @@ type studio struct {
 	hub     *hub
 	convs   *conversations
 	plans   http.Handler // nil without --coordinator
+	store   store.Store  // a handoff team's store, or nil
 	surveyM sync.Mutex   // one survey at a time
 }
 
@@ -111,6 +116,17 @@ func runStudio(ctx context.Context, o *options, sf studioFlags) error {
 	defer s.close()
 
 	st := &studio{s: s, o: o, token: token, local: local, tl: newTimeline(), hub: newHub(), convs: newConversations()}
+	switch {
+	case sf.store != "":
+		hs, err := openStore(ctx, sf.store)
+		if err != nil {
+			return err
+		}
+		defer hs.Close()
+		st.store = hs
+	case s.demo != nil:
+		st.store = s.demo.store
+	}
 	switch {
 	case s.demo != nil && sf.coordinator == "":
 		h, err := planhttp.Handler(s.demo.approver, demoCoordinator, planhttp.DevUser("studio"))
@@ -238,9 +254,7 @@ func (st *studio) handler() http.Handler {
 	mux.HandleFunc("GET /studio/api/agents", st.agents)
 	mux.HandleFunc("POST /studio/api/call", st.call)
 	mux.HandleFunc("GET /studio/api/events", st.events)
-	mux.HandleFunc("GET /studio/api/conversations", func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, http.StatusOK, st.convs.list())
-	})
+	mux.HandleFunc("GET /studio/api/conversations", st.conversations)
 	if st.plans != nil {
 		// planhttp's page calls its API at absolute paths: the API is
 		// served at the root, beside Studio's, and the page at /plans/.
@@ -376,6 +390,19 @@ func (st *studio) call(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	writeJSON(w, http.StatusOK, res)
+}
+
+// conversations answers the conversations the messages showed, with what
+// the handoff team's store holds of them when Studio reads one.
+func (st *studio) conversations(w http.ResponseWriter, r *http.Request) {
+	list := st.convs.list()
+	if st.store != nil {
+		var err error
+		if list, err = withStored(r.Context(), st.store, list); err != nil {
+			fmt.Fprintf(st.o.stderr, "agency: studio: %v\n", err)
+		}
+	}
+	writeJSON(w, http.StatusOK, list)
 }
 
 // events streams the timeline and the conversations to a page, as

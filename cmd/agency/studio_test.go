@@ -181,12 +181,17 @@ func TestStudioBrowser(t *testing.T) {
 	err = chromedp.Run(ctx,
 		chromedp.Click(`.tabs button[data-tab="conversations"]`, chromedp.ByQuery),
 		chromedp.WaitVisible(`#conversations .conversation li[data-kind="say"]`, chromedp.ByQuery),
-		chromedp.Text(`#conversations .conversation`, &conv, chromedp.ByQuery),
+		// The support team's: handed from Triage to Refunds, who holds it
+		// by the team's store too.
+		chromedp.WaitVisible(`.conversation[data-conversation="demo-refund"][data-holder="Refunds"] li[data-kind="handoff"]`, chromedp.ByQuery),
+		chromedp.WaitVisible(`.conversation[data-conversation="demo-refund"] .stored[data-holder="Refunds"]`, chromedp.ByQuery),
+		chromedp.Text(`#conversations`, &conv, chromedp.ByQuery),
 	)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"held by Assistant", "What is 2 + 3?", "The sum is 5."} {
+	for _, want := range []string{"held by Assistant", "What is 2 + 3?", "The sum is 5.",
+		"held by Refunds", "Triage handed over to Refunds", "Refunds here: your refund is on its way.", "store: held by Refunds, active"} {
 		if !strings.Contains(conv, want) {
 			t.Errorf("the conversation reads %q, without %q", conv, want)
 		}

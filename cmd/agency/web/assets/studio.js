@@ -293,13 +293,26 @@
         }
         ol.append(el("li", { "data-kind": t.kind, text }));
       }
-      box.append(el("article", { class: "conversation", "data-conversation": c.id },
+      const holder = c.stored ? c.stored.holder : c.holder;
+      let meta = "held by " + (holder || "?") + (c.user ? " · user " + c.user : "") +
+        " · " + c.handoffs + " handoff" + (c.handoffs === 1 ? "" : "s");
+      let stored = null;
+      if (c.stored) {
+        const s = c.stored;
+        stored = el("div", { class: "stored", "data-holder": s.holder, text:
+          "store: held by " + s.holder + ", " + (s.status || "?") + ", version " + s.version +
+          (s.path && s.path.length ? ", path " + s.path.join(" → ") : "") +
+          (s.vars && Object.keys(s.vars).length ? ", variables " + JSON.stringify(s.vars) : "") });
+      }
+      box.append(el("article", { class: "conversation", "data-conversation": c.id, "data-holder": holder || "" },
         el("h3", { text: c.id }),
-        el("div", { class: "meta", text: "held by " + (c.holder || "?") + (c.user ? " · user " + c.user : "") + " · " + c.handoffs + " handoff" + (c.handoffs === 1 ? "" : "s") }),
-        ol));
+        el("div", { class: "meta", text: meta }),
+        stored,
+        (c.turns || []).length ? ol : el("p", { class: "note", text: "Its messages passed before Studio started." })));
     }
   }
 
+  let convTimer = null;
   async function loadConversations() {
     try {
       for (const c of await getJSON("studio/api/conversations")) state.conversations.set(c.id, c);
@@ -317,8 +330,12 @@
     es.addEventListener("message", (e) => addEvent(JSON.parse(e.data)));
     es.addEventListener("conversation", (e) => {
       const c = JSON.parse(e.data);
+      const had = state.conversations.get(c.id);
+      if (had && had.stored) c.stored = had.stored;
       state.conversations.set(c.id, c);
       renderConversations();
+      clearTimeout(convTimer); // then what a store holds of it, once things settle
+      convTimer = setTimeout(loadConversations, 300);
     });
   }
 
