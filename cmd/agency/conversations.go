@@ -2,10 +2,11 @@ package main
 
 import (
 	"encoding/json"
-	"github.com/seed72275b23/agency-go/agency"
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/seed72275b23/agency-go/agency"
 )
 
 // Bounds of what Studio keeps of conversations.

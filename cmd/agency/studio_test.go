@@ -19,7 +19,7 @@ import (
 	"github.com/chromedp/chromedp"
 )
 
-var updateScreenshot = flag.Bool("update-screenshot", false, "write the browser test's screenshot to docs/img/studio.png")
+var updateScreenshot = flag.Bool("update-screenshot", false, "write the browser test's screenshots to docs/img/studio*.png")
 
 // startStudio runs agency with args (studio among them) and returns the URL it printed
 // (with its token, if any).
@@ -119,7 +119,7 @@ func TestStudioBrowser(t *testing.T) {
 
 	add := `form[data-agent="Calculator"][data-action="add"]`
 	var result, errText, reqRow, respRow, conv string
-	var screenshot []byte
+	var screenshot, convShot []byte
 	err := chromedp.Run(ctx,
 		chromedp.EmulateViewport(shotW, shotH),
 		chromedp.Navigate(url),
@@ -186,6 +186,7 @@ func TestStudioBrowser(t *testing.T) {
 		chromedp.WaitVisible(`.conversation[data-conversation="demo-refund"][data-holder="Refunds"] li[data-kind="handoff"]`, chromedp.ByQuery),
 		chromedp.WaitVisible(`.conversation[data-conversation="demo-refund"] .stored[data-holder="Refunds"]`, chromedp.ByQuery),
 		chromedp.Text(`#conversations`, &conv, chromedp.ByQuery),
+		chromedp.CaptureScreenshot(&convShot),
 	)
 	if err != nil {
 		t.Fatal(err)
@@ -208,12 +209,13 @@ func TestStudioBrowser(t *testing.T) {
 	if err != nil || !planPage {
 		t.Errorf("the Plans tab shows no plans page: %v", err)
 	}
-	checkScreenshot(t, screenshot)
+	checkScreenshot(t, screenshot, "studio.png")
+	checkScreenshot(t, convShot, "studio-conversations.png")
 }
 
 // checkScreenshot checks that the screenshot is a PNG of the window's
 // size with something drawn on it, and keeps it.
-func checkScreenshot(t *testing.T, shot []byte) {
+func checkScreenshot(t *testing.T, shot []byte, name string) {
 	t.Helper()
 	img, err := png.Decode(bytes.NewReader(shot))
 	if err != nil {
@@ -240,9 +242,9 @@ func checkScreenshot(t *testing.T, shot []byte) {
 	if dark == 0 || light == 0 {
 		t.Errorf("the screenshot has %d dark and %d light samples: nothing drawn?", dark, light)
 	}
-	out := filepath.Join(t.TempDir(), "studio.png")
+	out := filepath.Join(t.TempDir(), name)
 	if *updateScreenshot {
-		out = filepath.Join("..", "..", "docs", "img", "studio.png")
+		out = filepath.Join("..", "..", "docs", "img", name)
 	}
 	if err := os.WriteFile(out, shot, 0o644); err != nil {
 		t.Fatal(err)
