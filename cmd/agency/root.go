@@ -63,8 +63,9 @@ The broker comes from the environment: AMQP_URL, or AMQP_HOST, AMQP_PORT,
 AMQP_USERNAME, AMQP_PASSWORD and AMQP_VHOST (by default RabbitMQ on localhost
 with guest/guest); AMQP_INTEROP=operand-agency for a space shared with Python
 agents. --amqp-url and --exchange override it. With --demo every command runs
-on a demo space in this process instead: a Calculator, its Owner and an
-Assistant on a scripted model, no broker and no key needed.
+on a demo space in this process instead, no broker and no key needed: a
+Calculator and its Owner, an Assistant, a support team (Triage hands over to
+Refunds) and a plan coordinator, the LLM agents on a scripted model.
 
 Data goes to stdout, diagnostics to stderr. Exit codes: 0 success, 1 failure
 (no broker, bad configuration), 2 bad command line, 3 no such agent or
