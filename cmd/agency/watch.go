@@ -19,6 +19,10 @@ import (
 // up the agents.
 const watchBuffer = 4096
 
+// tailQueueBytes bounds what the broker keeps for a watcher that has not
+// read it.
+const tailQueueBytes = 64 << 20
+
 // watch calls f with every message that passes in the space, in the order
 // they pass, from one goroutine, until ctx ends or the broker goes; ready is
 // called once every message from then on will be seen.
@@ -86,8 +90,11 @@ func (s *session) watchAMQP(ctx context.Context, ready func(), f func(time.Time,
 		return err
 	}
 	// Exclusive: only this connection may read it; auto-delete: it goes
-	// with its consumer.
-	if _, err := ch.QueueDeclare(queue, false, true, true, false, nil); err != nil {
+	// with its consumer; bounded: a watcher that falls far behind a busy
+	// exchange loses the oldest of what it has not read, rather than fill
+	// the broker's memory.
+	args := amqp.Table{"x-max-length-bytes": int64(tailQueueBytes)}
+	if _, err := ch.QueueDeclare(queue, false, true, true, false, args); err != nil {
 		return fmt.Errorf("declaring the tail's queue: %w", err)
 	}
 	if err := ch.QueueBind(queue, "#", s.exchange, false, nil); err != nil {
