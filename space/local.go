@@ -16,6 +16,7 @@ type Local struct {
 	mu     sync.RWMutex
 	agents agentTable
 	closed bool
+	taps   taps // tap.go
 }
 
 // NewLocal returns an empty in-process space.
@@ -118,6 +119,7 @@ func (r *localRouter) RouteBroadcast(_ context.Context, m *agency.Message) ([]st
 		return nil, fmt.Errorf("%w: RouteBroadcast of a message to %q", agency.ErrMalformedMessage, m.To)
 	}
 	s := r.s
+	s.observe(m)
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	reached := make([]string, 0, s.agents.len())
@@ -134,6 +136,7 @@ func (r *localRouter) Route(_ context.Context, m *agency.Message) error {
 		return r.forged(m)
 	}
 	s := r.s
+	s.observe(m)
 	if m.To == agency.Broadcast {
 		s.broadcast(m)
 		return nil
