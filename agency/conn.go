@@ -2,18 +2,21 @@ package agency
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
+
+	"github.com/seed72275b23/agency-go/agency/internal/driverlink"
 )
 
-// Conn is an agent's attachment to a space: the space delivers incoming
-// messages to it and closes it when the agent leaves. Only space
-// implementations use it.
-type Conn struct {
+// conn is an agent's attachment to a space: the space delivers incoming
+// messages to it and closes it when the agent leaves. Spaces reach it
+// through package driver (driver.Conn wraps it), which is why its methods
+// that a space calls are exported: the type itself is not, so only driver
+// can hand one out.
+type conn struct {
 	agent  *Agent
-	router Router
+	router router
 
 	// What an idle agent holds is kept small (the fields are in an order
 	// that leaves no padding): no goroutine (one is started when a message
@@ -30,7 +33,7 @@ type Conn struct {
 	left     atomic.Bool             // what closing gone says, read without mu
 	stopped  bool                    // the handlers' context is cancelled, or will be made so
 	finished bool                    // done's state
-	taken    atomic.Bool             // on an agent's own Conn (Agent.first): a Connect has taken it
+	taken    atomic.Bool             // on an agent's own conn (Agent.first): a connect has taken it
 
 	mb        mailbox
 	deliverFn func()      // c.deliver, made once: a method value allocates
@@ -46,11 +49,11 @@ type closing struct {
 	closeMu   sync.Mutex    // held by the Close under way; later ones wait
 	closed    bool          // a Close has run; guarded by closeMu
 	err       error         // its error; guarded by closeMu
-	done      chan struct{} // closed once the agent has left and may join a space again; guarded by Conn.mu
+	done      chan struct{} // closed once the agent has left and may join a space again; guarded by conn.mu
 }
 
 // closer returns the agent's closing, made on first use.
-func (c *Conn) closer() *closing {
+func (c *conn) closer() *closing {
 	if cl := c.closing.Load(); cl != nil {
 		return cl
 	}
@@ -65,19 +68,17 @@ type concurrent struct {
 	workers sync.WaitGroup // actions running beside the delivery goroutine
 }
 
-// Connect attaches a to a space whose outgoing side is r. The space calls
-// [Conn.Added] once the agent can be reached, which runs its AfterAdd hook
-// and then starts its delivery loop (messages that arrive before queue up),
-// and [Conn.Close] to take it out again. An agent is in at most one space at
-// a time: a second Connect fails with ErrAlreadyAdded.
-func Connect(a *Agent, r Router) (*Conn, error) {
-	var c *Conn
+// connect attaches a to a space whose outgoing side is r: driver.Connect.
+// An agent is in at most one space at a time: a second connect fails with
+// ErrAlreadyAdded.
+func connect(a *Agent, r router) (*conn, error) {
+	var c *conn
 	if a.first.taken.CompareAndSwap(false, true) {
-		// The first Connect has the agent's own Conn, which nobody else
+		// The first connect has the agent's own conn, which nobody else
 		// can have seen yet.
 		c = &a.first
 	} else {
-		c = new(Conn)
+		c = new(conn)
 	}
 	c.agent, c.router = a, r
 	if !a.conn.CompareAndSwap(nil, c) {
@@ -88,7 +89,7 @@ func Connect(a *Agent, r Router) (*Conn, error) {
 
 // start lets arrivals start the delivery goroutine, and starts it for the
 // messages already queued.
-func (c *Conn) start() {
+func (c *conn) start() {
 	if c.mb.start() {
 		c.spawn()
 	}
@@ -96,7 +97,7 @@ func (c *Conn) start() {
 
 // spawn starts the delivery goroutine. The mailbox lets one caller at a
 // time do so (put, start and close hand the turn over under its lock).
-func (c *Conn) spawn() {
+func (c *conn) spawn() {
 	if c.deliverFn == nil {
 		c.deliverFn = c.deliver
 	}
@@ -104,7 +105,7 @@ func (c *Conn) spawn() {
 }
 
 // concurrent returns what Concurrency(n) needs, made on first use.
-func (c *Conn) concurrent() *concurrent {
+func (c *conn) concurrent() *concurrent {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.conc == nil {
@@ -115,7 +116,7 @@ func (c *Conn) concurrent() *concurrent {
 
 // concurrentIfAny returns what Concurrency(n) needs, or nil before it was
 // first needed.
-func (c *Conn) concurrentIfAny() *concurrent {
+func (c *conn) concurrentIfAny() *concurrent {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.conc
@@ -129,7 +130,7 @@ var closedChan = func() chan struct{} {
 }()
 
 // goneChan returns a channel closed once the agent has left for good.
-func (c *Conn) goneChan() <-chan struct{} {
+func (c *conn) goneChan() <-chan struct{} {
 	if c.left.Load() {
 		return closedChan
 	}
@@ -146,7 +147,7 @@ func (c *Conn) goneChan() <-chan struct{} {
 
 // doneChan returns a channel closed once the agent has left and may join a
 // space again.
-func (c *Conn) doneChan() <-chan struct{} {
+func (c *conn) doneChan() <-chan struct{} {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.finished {
@@ -161,7 +162,7 @@ func (c *Conn) doneChan() <-chan struct{} {
 
 // finish lets the agent go, once its queue is closed and empty and its
 // actions have returned.
-func (c *Conn) finish() {
+func (c *conn) finish() {
 	c.stop()
 	c.mu.Lock()
 	c.left.Store(true)
@@ -182,20 +183,20 @@ func (c *Conn) finish() {
 	c.mu.Unlock()
 }
 
-// Leaving reports whether the agent has started to leave: [Conn.BeforeRemove]
-// or [Conn.Close] has been called. A space that lets an agent's id go only
-// after that may send a response to a Conn it remembers while Leaving is
-// false: no later Conn with that id exists yet, so none can be waiting for
+// Leaving reports whether the agent has started to leave: conn.BeforeRemove
+// or conn.Close has been called. A space that lets an agent's id go only
+// after that may send a response to a conn it remembers while Leaving is
+// false: no later conn with that id exists yet, so none can be waiting for
 // the response. Safe for concurrent use.
-func (c *Conn) Leaving() bool { return c.closing.Load() != nil }
+func (c *conn) Leaving() bool { return c.closing.Load() != nil }
 
 // Agent returns the connected agent.
-func (c *Conn) Agent() *Agent { return c.agent }
+func (c *conn) Agent() *Agent { return c.agent }
 
 // Added runs the agent's AfterAdd hook and then starts handling messages,
 // so that the hook and the actions never run at once. The space calls it
 // once the agent is reachable, before its Add returns.
-func (c *Conn) Added(ctx context.Context) {
+func (c *conn) Added(ctx context.Context) {
 	if h := c.agent.hooks.afterAdd; h != nil {
 		c.guard("AfterAdd", func() { h.AfterAdd(&actionContext{Context: ctx, conn: c}) })
 	}
@@ -205,9 +206,9 @@ func (c *Conn) Added(ctx context.Context) {
 // BeforeRemove runs the agent's BeforeRemove hook, once, while the agent
 // still takes messages. A space that must do work between the hook and the
 // end of intake (a wire space stops new messages at the broker, then drains
-// those already on their way) calls it before [Conn.Close]; otherwise Close
+// those already on their way) calls it before conn.Close; otherwise Close
 // runs it.
-func (c *Conn) BeforeRemove(ctx context.Context) {
+func (c *conn) BeforeRemove(ctx context.Context) {
 	c.closer().leaveOnce.Do(func() {
 		if h := c.agent.hooks.beforeRemove; h != nil {
 			c.guard("BeforeRemove", func() { h.BeforeRemove(&actionContext{Context: ctx, conn: c}) })
@@ -216,7 +217,7 @@ func (c *Conn) BeforeRemove(ctx context.Context) {
 }
 
 // Close takes the agent out: it runs the BeforeRemove hook unless
-// [Conn.BeforeRemove] has (the hook may run while an action does), stops
+// conn.BeforeRemove has (the hook may run while an action does), stops
 // taking messages, handles those already
 // queued, and waits for running actions. When ctx ends first, the actions'
 // context is cancelled, the queue is dropped and ctx's error returned; the
@@ -227,7 +228,7 @@ func (c *Conn) BeforeRemove(ctx context.Context) {
 // removing itself), Close cannot wait for that action: it stops intake and
 // returns, and the agent leaves once its running actions and queue are done.
 // Close is idempotent.
-func (c *Conn) Close(ctx context.Context) error {
+func (c *conn) Close(ctx context.Context) error {
 	cl := c.closer()
 	cl.closeMu.Lock()
 	defer cl.closeMu.Unlock()
@@ -252,12 +253,12 @@ func (c *Conn) Close(ctx context.Context) error {
 	return cl.err
 }
 
-// closeIdle does what Close does, at once, for an agent that has nothing
+// CloseIdle does what Close does, at once, for an agent that has nothing
 // to wait for: no BeforeRemove hook, nothing queued, no delivery goroutine
 // and no action running. done is false, and nothing is done, for any
 // other agent (or a Close under way, or ctx ended), which Close must
 // take out.
-func (c *Conn) closeIdle(ctx context.Context) (done bool, err error) {
+func (c *conn) CloseIdle(ctx context.Context) (done bool, err error) {
 	if c.agent.hooks.beforeRemove != nil || ctx.Err() != nil || c.concurrentIfAny() != nil {
 		return false, nil
 	}
@@ -285,48 +286,13 @@ func (c *Conn) closeIdle(ctx context.Context) (done bool, err error) {
 	return true, nil
 }
 
-// CloseAll closes every conn, as [Conn.Close] with ctx does, concurrently,
-// and returns their errors joined: what a space's Close does with its
-// agents. An idle agent with no BeforeRemove hook leaves at once, on the
-// caller's goroutine; each of the others is closed on a goroutine of its
-// own, so that closing many idle agents starts no goroutine for each.
-func CloseAll(ctx context.Context, conns []*Conn) error {
-	var (
-		wg   sync.WaitGroup
-		mu   sync.Mutex
-		errs []error
-	)
-	fail := func(err error) {
-		mu.Lock()
-		errs = append(errs, err)
-		mu.Unlock()
-	}
-	for _, c := range conns {
-		if done, err := c.closeIdle(ctx); done {
-			if err != nil {
-				fail(err)
-			}
-			continue
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if err := c.Close(ctx); err != nil {
-				fail(err)
-			}
-		}()
-	}
-	wg.Wait()
-	return errors.Join(errs...)
-}
-
 // letGo ends the agent's intake for the caller that closed its queue while
 // no delivery goroutine ran (mailbox.close returned true). With nothing
 // queued and no action running beside (an idle agent), the agent leaves at
 // once, on the caller's goroutine: closing many idle agents starts no
 // goroutine for each. Otherwise the delivery goroutine is started to
 // handle what is left.
-func (c *Conn) letGo() {
+func (c *conn) letGo() {
 	c.mb.mu.Lock()
 	empty := len(c.mb.queue) == 0
 	c.mb.mu.Unlock()
@@ -337,4 +303,14 @@ func (c *Conn) letGo() {
 		return
 	}
 	c.spawn()
+}
+
+func init() {
+	driverlink.Connect = func(a, r any) (any, error) {
+		c, err := connect(a.(*Agent), r.(router))
+		if err != nil {
+			return nil, err
+		}
+		return c, nil
+	}
 }

@@ -25,7 +25,7 @@ var (
 	// ErrNotAdded is returned by an agent's messaging methods while it is in
 	// no space.
 	ErrNotAdded = errors.New("agency: agent is not in a space")
-	// ErrAlreadyAdded is returned by Connect for an agent that is in a space.
+	// ErrAlreadyAdded is returned by driver.Connect for an agent that is in a space.
 	ErrAlreadyAdded = errors.New("agency: agent is already in a space")
 
 	ErrInvalidID         = errors.New("agency: invalid agent id")

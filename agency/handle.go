@@ -14,7 +14,7 @@ import (
 // agent: the message is queued, or, if it answers one of the agent's
 // requests, handed to the waiting Request at once. It returns ErrNoRecipient
 // once the agent has stopped taking messages. Safe for concurrent use.
-func (c *Conn) Deliver(m *Message) error { return c.DeliverFunc(m, nil) }
+func (c *conn) Deliver(m *Message) error { return c.DeliverFunc(m, nil) }
 
 // DeliverFunc is Deliver for a space that paces delivery: taken is called
 // once the agent has taken m, so that the space can hold m's
@@ -26,7 +26,7 @@ func (c *Conn) Deliver(m *Message) error { return c.DeliverFunc(m, nil) }
 // them.
 // taken runs on any goroutine and must not block for long. When
 // DeliverFunc returns an error it does not call taken.
-func (c *Conn) DeliverFunc(m *Message, taken func()) error {
+func (c *conn) DeliverFunc(m *Message, taken func()) error {
 	var t *taker
 	if taken != nil {
 		t = &taker{f: taken}
@@ -70,12 +70,12 @@ func (c *Conn) DeliverFunc(m *Message, taken func()) error {
 // The cold paths of DeliverFunc (see handle).
 
 //go:noinline
-func (c *Conn) dropResponse(m *Message) {
+func (c *conn) dropResponse(m *Message) {
 	c.agent.logger.Debug("agency: dropping a response nobody waits for", "agent", c.agent.id, "from", m.From, "parent_id", m.ParentID)
 }
 
 //go:noinline
-func (c *Conn) leavingError() error {
+func (c *conn) leavingError() error {
 	return fmt.Errorf("%w: %q is leaving the space", ErrNoRecipient, c.agent.id)
 }
 
@@ -97,7 +97,7 @@ func (t *taker) fire() {
 // starts it again when a message arrives. Only one runs at a time. Once
 // the queue is closed and empty, and the actions running beside it have
 // returned, the agent has left, and may join a space again.
-func (c *Conn) deliver() {
+func (c *conn) deliver() {
 	// Once the queue is empty, a goroutine that has answered a request,
 	// or handled more than one message, yields once before it returns, and
 	// stays if a message has come meanwhile: a caller that makes one
@@ -159,7 +159,7 @@ func (c *Conn) deliver() {
 // small for the common case (see handle).
 //
 //go:noinline
-func (c *Conn) dispatch(it item) {
+func (c *conn) dispatch(it item) {
 	var key string
 	cc := c.concurrent()
 	if c.agent.sequence != nil && !it.m.IsResponse() {
@@ -185,7 +185,7 @@ func (c *Conn) dispatch(it item) {
 }
 
 // handle runs one incoming message to its end.
-func (c *Conn) handle(m *Message) {
+func (c *conn) handle(m *Message) {
 	// The common path is kept short, and what only some messages need is
 	// in functions of its own: the delivery goroutine starts with a small
 	// stack for each burst of messages, and a deep frame here would make
@@ -246,7 +246,7 @@ func (c *Conn) handle(m *Message) {
 
 // sentContext returns m itself as its handler's context, when it can be
 // (see claimContext): it has no deadline, and base is the handlers' own.
-func (c *Conn) sentContext(base context.Context, m *Message) *sentContext {
+func (c *conn) sentContext(base context.Context, m *Message) *sentContext {
 	if !m.sent || !m.Deadline.IsZero() || c.agent.hooks.trace != nil {
 		return nil
 	}
@@ -258,7 +258,7 @@ func (c *Conn) sentContext(base context.Context, m *Message) *sentContext {
 // fact). Nor is there anyone to answer.
 //
 //go:noinline
-func (c *Conn) dropExpired(m *Message) {
+func (c *conn) dropExpired(m *Message) {
 	a := c.agent
 	a.logger.Debug("agency: dropping a message whose deadline has passed", "agent", a.id, "from", m.From, "action", m.Action, "deadline", m.Deadline)
 }
@@ -266,7 +266,7 @@ func (c *Conn) dropExpired(m *Message) {
 // handleOwn handles the framework's own actions: responses and help.
 //
 //go:noinline
-func (c *Conn) handleOwn(ctx context.Context, m *Message) {
+func (c *conn) handleOwn(ctx context.Context, m *Message) {
 	a := c.agent
 	switch m.Action {
 	case ResponseAction:
@@ -286,7 +286,7 @@ func (c *Conn) handleOwn(ctx context.Context, m *Message) {
 // noSuchAction answers a message for an action the agent does not have.
 //
 //go:noinline
-func (c *Conn) noSuchAction(ctx context.Context, m *Message) {
+func (c *conn) noSuchAction(ctx context.Context, m *Message) {
 	if m.To != Broadcast {
 		c.fail(ctx, m, newActionError(ErrorNotFound, nil,
 			"%q has no action %q; send it \"help\" to list the actions it offers", c.agent.id, m.Action))
@@ -298,7 +298,7 @@ func (c *Conn) noSuchAction(ctx context.Context, m *Message) {
 // approver was asked, the handler's call with the arguments it saw.
 //
 //go:noinline
-func (c *Conn) admit(ctx context.Context, act *action, m *Message) (approved func() (any, error), ok bool) {
+func (c *conn) admit(ctx context.Context, act *action, m *Message) (approved func() (any, error), ok bool) {
 	if access := c.decide(act, m); access == Requested && act.approve != nil {
 		run, ae := act.approve(ctx, m)
 		if ae != nil {
@@ -316,7 +316,7 @@ func (c *Conn) admit(ctx context.Context, act *action, m *Message) (approved fun
 // beforeAction runs the BeforeAction hook.
 //
 //go:noinline
-func (c *Conn) beforeAction(ctx context.Context, m *Message) {
+func (c *conn) beforeAction(ctx context.Context, m *Message) {
 	h := c.agent.hooks.before
 	c.guard("BeforeAction", func() { h.BeforeAction(ctx, m) })
 }
@@ -325,7 +325,7 @@ func (c *Conn) beforeAction(ctx context.Context, m *Message) {
 // AfterAction hook: it runs the hook and answers m.
 //
 //go:noinline
-func (c *Conn) afterAction(ctx context.Context, m *Message, value any, err error) {
+func (c *conn) afterAction(ctx context.Context, m *Message, value any, err error) {
 	var ae *ActionError
 	if err != nil {
 		// AfterAction sees the error the caller receives; it unwraps to the
@@ -349,18 +349,18 @@ func (c *Conn) afterAction(ctx context.Context, m *Message, value any, err error
 }
 
 // respond sends an action's value back to m's sender.
-func (c *Conn) respond(ctx context.Context, m *Message, value any) {
+func (c *conn) respond(ctx context.Context, m *Message, value any) {
 	if err := c.reply(ctx, m, ResponseAction, value); err != nil {
 		c.responseLost(m, err)
 	}
 }
 
 //go:noinline
-func (c *Conn) responseLost(m *Message, err error) {
+func (c *conn) responseLost(m *Message, err error) {
 	c.agent.logger.Warn("agency: response not delivered", "agent", c.agent.id, "to", m.From, "action", m.Action, "error", err)
 }
 
-func (c *Conn) permitted(ctx context.Context, access Access, m *Message) bool {
+func (c *conn) permitted(ctx context.Context, access Access, m *Message) bool {
 	switch access {
 	case Permitted:
 		return true
@@ -378,7 +378,7 @@ func (c *Conn) permitted(ctx context.Context, access Access, m *Message) bool {
 
 // decide asks the action's policy about m. An AccessFunc that panics
 // denies: a policy's bug must neither open the door nor take the agent down.
-func (c *Conn) decide(act *action, m *Message) Access {
+func (c *conn) decide(act *action, m *Message) Access {
 	if act.cfg.policy.fn == nil {
 		return act.cfg.policy.decide(m)
 	}
@@ -389,7 +389,7 @@ func (c *Conn) decide(act *action, m *Message) Access {
 
 // run calls the action's handler (through approved, when its approver has
 // decoded the arguments), turning a panic into action_failed.
-func (c *Conn) run(ctx context.Context, act *action, m *Message, approved func() (any, error)) (value any, err error) {
+func (c *conn) run(ctx context.Context, act *action, m *Message, approved func() (any, error)) (value any, err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			value, err = nil, c.panicked(m, p)
@@ -404,14 +404,14 @@ func (c *Conn) run(ctx context.Context, act *action, m *Message, approved func()
 // panicked logs an action's panic and returns the error its caller gets.
 //
 //go:noinline
-func (c *Conn) panicked(m *Message, p any) error {
+func (c *conn) panicked(m *Message, p any) error {
 	c.agent.logger.Error("agency: action panicked", "agent", c.agent.id, "action", m.Action, "panic", p, "stack", string(debug.Stack()))
 	return newActionError(ErrorActionFailed, nil, "%s.%s panicked: %v", c.agent.id, m.Action, p)
 }
 
 // guard runs a hook, logging rather than crashing on a panic: a hook's bug
 // must not take the agent, or the space, down with it.
-func (c *Conn) guard(hook string, f func()) {
+func (c *conn) guard(hook string, f func()) {
 	defer func() {
 		if p := recover(); p != nil {
 			c.agent.logger.Error("agency: hook panicked", "agent", c.agent.id, "hook", hook, "panic", p, "stack", string(debug.Stack()))
@@ -422,7 +422,7 @@ func (c *Conn) guard(hook string, f func()) {
 
 // fail sends ae back to m's sender. The cause stays here: a caller sees the
 // same error whether or not the message crossed a wire.
-func (c *Conn) fail(ctx context.Context, m *Message, ae *ActionError) {
+func (c *conn) fail(ctx context.Context, m *Message, ae *ActionError) {
 	if err := c.reply(ctx, m, ErrorAction, ae); err != nil {
 		c.agent.logger.Warn("agency: error response not delivered", "agent", c.agent.id, "to", m.From, "action", m.Action, "error", err)
 	}
@@ -430,7 +430,7 @@ func (c *Conn) fail(ctx context.Context, m *Message, ae *ActionError) {
 
 // reply sends a [response] or [error] for m back to its sender, unless
 // the sender said it takes none.
-func (c *Conn) reply(ctx context.Context, m *Message, action string, args any) error {
+func (c *conn) reply(ctx context.Context, m *Message, action string, args any) error {
 	if m.NoReply {
 		if action == ErrorAction {
 			c.noErrorToSender(m, args)
@@ -456,17 +456,17 @@ func (c *Conn) reply(ctx context.Context, m *Message, action string, args any) e
 // The cold paths of reply, in functions of their own (see handle).
 
 //go:noinline
-func (c *Conn) noErrorToSender(m *Message, args any) {
+func (c *conn) noErrorToSender(m *Message, args any) {
 	c.agent.logger.Debug("agency: not sending an error to a sender that takes no responses", "agent", c.agent.id, "to", m.From, "action", m.Action, "error", args)
 }
 
 //go:noinline
-func (c *Conn) leftError() error {
+func (c *conn) leftError() error {
 	return fmt.Errorf("%w: %q has left the space", ErrNotAdded, c.agent.id)
 }
 
 //go:noinline
-func (c *Conn) replyFailed(m *Message, err error) error {
+func (c *conn) replyFailed(m *Message, err error) error {
 	if errors.Is(err, ErrNoRecipient) {
 		c.agent.logger.Debug("agency: the sender is gone; response dropped", "agent", c.agent.id, "to", m.From)
 		return nil

@@ -11,20 +11,20 @@ type baseCtx struct {
 	cancel context.CancelFunc
 }
 
-// handlersContext is the handlers' base context: the Conn itself, seen as
+// handlersContext is the handlers' base context: the conn itself, seen as
 // a context that is cancelled when the agent is gone (see stop). It costs
 // nothing until a handler waits on it (Done) or derives a cancellable
 // context from it; then a context.WithCancel, made once per agent, backs
 // it. Most handlers do neither, and a broadcast to many agents would
 // otherwise make one per agent for nothing.
-type handlersContext Conn
+type handlersContext conn
 
 // baseContext returns the handlers' base context.
-func (c *Conn) baseContext() context.Context { return (*handlersContext)(c) }
+func (c *conn) baseContext() context.Context { return (*handlersContext)(c) }
 
 // cancelable returns the context.WithCancel behind the handlers' context,
 // made on first use.
-func (c *Conn) cancelable() context.Context {
+func (c *conn) cancelable() context.Context {
 	if b := c.base.Load(); b != nil {
 		return b.ctx
 	}
@@ -44,10 +44,10 @@ func (c *Conn) cancelable() context.Context {
 
 func (h *handlersContext) Deadline() (time.Time, bool) { return time.Time{}, false }
 
-func (h *handlersContext) Done() <-chan struct{} { return (*Conn)(h).cancelable().Done() }
+func (h *handlersContext) Done() <-chan struct{} { return (*conn)(h).cancelable().Done() }
 
 func (h *handlersContext) Err() error {
-	c := (*Conn)(h)
+	c := (*conn)(h)
 	if b := c.base.Load(); b != nil {
 		return b.ctx.Err()
 	}
@@ -64,7 +64,7 @@ func (h *handlersContext) Value(key any) any {
 		// The context package finds the cancelCtx to hang a child context
 		// (and context.Cause) on under a key of type *int: it must be the
 		// one whose Done this context returns.
-		return (*Conn)(h).cancelable().Value(key)
+		return (*conn)(h).cancelable().Value(key)
 	}
 	return nil
 }
@@ -72,7 +72,7 @@ func (h *handlersContext) Value(key any) any {
 func (h *handlersContext) String() string { return "agency.handlersContext" }
 
 // stop cancels the handlers' context.
-func (c *Conn) stop() {
+func (c *conn) stop() {
 	c.mu.Lock()
 	c.stopped = true
 	if b := c.base.Load(); b != nil {

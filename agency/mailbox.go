@@ -148,7 +148,7 @@ func (mb *mailbox) recycle(b batch, paced bool) {
 // releaseHeld fires the takers of every message the agent holds but has
 // not started: queued, in the batch under way, or waiting behind an
 // earlier message of its Sequence.
-func (c *Conn) releaseHeld() {
+func (c *conn) releaseHeld() {
 	if c.mb.held.Load() == 0 {
 		return
 	}
@@ -197,7 +197,7 @@ func (mb *mailbox) close() bool {
 	mb.mu.Lock()
 	defer mb.mu.Unlock()
 	mb.closed = true
-	mb.started = true // a Conn closed before it was added still lets go
+	mb.started = true // a conn closed before it was added still lets go
 	if mb.running {
 		return false
 	}

@@ -122,7 +122,7 @@ type answer struct {
 // response the caller will read from the returned channel; or the error
 // that ends the wait instead (see FailRequests, and finish: once the agent
 // has left the space, at once).
-func (c *Conn) await(id, from string) chan answer {
+func (c *conn) await(id, from string) chan answer {
 	c.mu.Lock()
 	ch := c.spare
 	c.spare = nil
@@ -149,7 +149,7 @@ func (c *Conn) await(id, from string) chan answer {
 
 // forget removes the request that await registered with ch, unless a later
 // request with the same id has taken its place.
-func (c *Conn) forget(id string, ch chan answer) {
+func (c *conn) forget(id string, ch chan answer) {
 	c.waiting.Add(-1)
 	c.mu.Lock()
 	c.pending.take(id, "", ch)
@@ -176,7 +176,7 @@ func removedWhileWaiting(to string) error {
 // responses come has broken (a wire space's connection was lost), rather
 // than let each caller wait out its deadline for an answer that may never
 // come. Requests made afterwards are not affected. Safe for concurrent use.
-func (c *Conn) FailRequests(err error) {
+func (c *conn) FailRequests(err error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.pending.drain(func(p pendingRequest) {
@@ -189,7 +189,7 @@ func (c *Conn) FailRequests(err error) {
 // response from any other agent answers nothing: no agent can slip its own
 // answer into another's Request. It sends under mu, so that once forget
 // has removed a request nothing more reaches its channel.
-func (c *Conn) answer(m *Message) bool {
+func (c *conn) answer(m *Message) bool {
 	if m.ParentID == "" {
 		return false
 	}

@@ -15,6 +15,7 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/seed72275b23/agency-go/agency"
+	"github.com/seed72275b23/agency-go/agency/driver"
 	"github.com/seed72275b23/agency-go/space"
 )
 
@@ -195,7 +196,7 @@ func (s *Space) Add(ctx context.Context, a *agency.Agent) error {
 // happen under one lock, so Close sees every agent that Add lets in. The
 // agent's own lock orders this with its re-subscription after a reconnect
 // (see reconnect): the session is read under it.
-func (s *Space) join(mem *member, a *agency.Agent) (*agency.Conn, error) {
+func (s *Space) join(mem *member, a *agency.Agent) (*driver.Conn, error) {
 	mem.subMu.Lock()
 	defer mem.subMu.Unlock()
 	sess := s.sess.Load()
@@ -228,7 +229,7 @@ func (s *Space) join(mem *member, a *agency.Agent) (*agency.Conn, error) {
 		mem.release(sub)
 		return nil, ErrClosed
 	}
-	conn, err := agency.Connect(a, router{mem: mem})
+	conn, err := driver.Connect(a, router{mem: mem})
 	if err != nil {
 		s.mu.Unlock()
 		mem.release(sub)

@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 
 	"github.com/seed72275b23/agency-go/agency"
+	"github.com/seed72275b23/agency-go/agency/driver"
 )
 
 // Local is a Space whose agents live in this process. It hands each message
@@ -41,11 +42,12 @@ func (s *Local) Add(ctx context.Context, a *agency.Agent) error {
 		s.mu.Unlock()
 		return fmt.Errorf("%w: %q", ErrAgentExists, id)
 	}
-	c, err := agency.Connect(a, &localRouter{s: s, a: a})
-	if err != nil {
+	r := &localRouter{s: s, a: a}
+	if err := r.conn.Connect(a, r); err != nil {
 		s.mu.Unlock()
 		return err
 	}
+	c := &r.conn
 	s.agents.insert(h, c)
 	s.mu.Unlock()
 	c.Added(ctx)
@@ -78,13 +80,13 @@ func (s *Local) Close(ctx context.Context) error {
 		return nil
 	}
 	s.closed = true
-	conns := make([]*agency.Conn, 0, s.agents.len())
+	conns := make([]*driver.Conn, 0, s.agents.len())
 	for c := range s.agents.all() {
 		conns = append(conns, c)
 	}
 	s.mu.Unlock()
 
-	err := agency.CloseAll(ctx, conns)
+	err := driver.CloseAll(ctx, conns)
 	s.mu.Lock()
 	s.agents.reset()
 	s.mu.Unlock()
@@ -103,10 +105,13 @@ type localRouter struct {
 	// right agent, and one that fails sends the message the long way. It
 	// may keep a removed agent's Conn from the collector until the sender
 	// sends elsewhere or leaves.
-	last atomic.Pointer[agency.Conn]
+	last atomic.Pointer[driver.Conn]
+	// conn is the agent's Conn, kept here so that adding an agent
+	// allocates the two at once.
+	conn driver.Conn
 }
 
-var _ agency.BroadcastRouter = (*localRouter)(nil)
+var _ driver.BroadcastRouter = (*localRouter)(nil)
 
 // RouteBroadcast delivers the broadcast m to every agent in the space and
 // returns the ids of those that took it in.
