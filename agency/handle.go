@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"runtime"
 	"runtime/debug"
+	"strings"
 	"sync/atomic"
 	"time"
 )
@@ -448,7 +449,7 @@ func (c *conn) reply(ctx context.Context, m *Message, action string, args any) e
 	r := newSentMessage() // the response and its id in one allocation
 	r.To, r.From, r.ParentID, r.Action, r.Args = m.From, c.agent.id, m.ID, action, args
 	if err := c.router.Route(ctx, r); err != nil {
-		return c.replyFailed(m, err)
+		return c.replyFailed(ctx, m, action, err)
 	}
 	return nil
 }
@@ -466,10 +467,17 @@ func (c *conn) leftError() error {
 }
 
 //go:noinline
-func (c *conn) replyFailed(m *Message, err error) error {
+func (c *conn) replyFailed(ctx context.Context, m *Message, action string, err error) error {
 	if errors.Is(err, ErrNoRecipient) {
 		c.agent.logger.Debug("agency: the sender is gone; response dropped", "agent", c.agent.id, "to", m.From)
 		return nil
+	}
+	if action == ResponseAction && errors.Is(err, ErrMessageTooLarge) {
+		// The caller would wait for a response that cannot be sent: it
+		// gets an error at once instead, small enough to pass. The
+		// response stays undelivered, and err says so to whoever sent it.
+		_ = c.reply(ctx, m, ErrorAction, &ActionError{Type: ErrorResponseTooLarge, Text: fmt.Sprintf(
+			"the response of %s.%s is too large to send: %s", c.agent.id, m.Action, strings.TrimPrefix(err.Error(), ErrMessageTooLarge.Error()+": "))})
 	}
 	return err
 }

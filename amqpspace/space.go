@@ -36,8 +36,10 @@ var (
 	// delivered; every other error of Send means it was not sent.
 	ErrUnconfirmed = errors.New("amqpspace: the broker has not confirmed the message; it may or may not have been delivered")
 	// ErrMessageTooLarge is returned for a message whose encoding exceeds
-	// Config.MaxMessageSize.
-	ErrMessageTooLarge = errors.New("amqpspace: message exceeds the size limit")
+	// Config.MaxMessageSize. It is agency.ErrMessageTooLarge, which every
+	// space returns for such a message: an agent whose response is too
+	// large answers its caller with agency.ErrResponseTooLarge instead.
+	ErrMessageTooLarge = agency.ErrMessageTooLarge
 	// ErrNoExchange is returned by New when Config.ExchangeMustExist is set
 	// and the broker has no exchange of that name.
 	ErrNoExchange = errors.New("amqpspace: no such exchange on the broker")

@@ -14,14 +14,38 @@ import (
 // to its recipients as it is, without encoding it, so a received message
 // must be treated as read-only. Create one with NewLocal.
 type Local struct {
-	mu     sync.RWMutex
-	agents agentTable
-	closed bool
+	mu      sync.RWMutex
+	agents  agentTable
+	closed  bool
+	maxSize int // MaxMessageSize; 0: no limit
+}
+
+// LocalOption configures NewLocal.
+type LocalOption func(*Local)
+
+// MaxMessageSize bounds the encoding of a message in the space to n bytes,
+// as a space that crosses a wire bounds it (amqpspace's
+// Config.MaxMessageSize): a larger message is not delivered and its sender
+// gets an error matching agency.ErrMessageTooLarge; a caller whose
+// response would be larger gets agency.ErrResponseTooLarge at once. Without
+// it a Local space, which never encodes a message, has no limit; with it,
+// each message is encoded once to be measured, which costs what encoding
+// costs: it is for tests of code that will run over a wire. MaxMessageSize
+// panics if n is not positive.
+func MaxMessageSize(n int) LocalOption {
+	if n <= 0 {
+		panic(fmt.Sprintf("space: MaxMessageSize(%d): the limit must be positive", n))
+	}
+	return func(s *Local) { s.maxSize = n }
 }
 
 // NewLocal returns an empty in-process space.
-func NewLocal() *Local {
-	return &Local{agents: newAgentTable()}
+func NewLocal(opts ...LocalOption) *Local {
+	s := &Local{agents: newAgentTable()}
+	for _, o := range opts {
+		o(s)
+	}
+	return s
 }
 
 var _ Space = (*Local)(nil)
@@ -123,6 +147,11 @@ func (r *localRouter) RouteBroadcast(_ context.Context, m *agency.Message) ([]st
 		return nil, fmt.Errorf("%w: RouteBroadcast of a message to %q", agency.ErrMalformedMessage, m.To)
 	}
 	s := r.s
+	if s.maxSize > 0 {
+		if err := s.checkSize(m); err != nil {
+			return nil, err
+		}
+	}
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	reached := make([]string, 0, s.agents.len())
@@ -139,6 +168,11 @@ func (r *localRouter) Route(_ context.Context, m *agency.Message) error {
 		return r.forged(m)
 	}
 	s := r.s
+	if s.maxSize > 0 {
+		if err := s.checkSize(m); err != nil {
+			return err
+		}
+	}
 	if m.To == agency.Broadcast {
 		s.broadcast(m)
 		return nil
@@ -175,6 +209,21 @@ func (s *Local) broadcast(m *agency.Message) {
 // The cold paths of Route, in functions of their own: the recipient's
 // delivery goroutine may call Route (to answer), on a small stack that a
 // deep frame would make grow.
+
+// checkSize measures m's encoding against MaxMessageSize. A response over
+// it is an error agency turns into a response_too_large for the caller.
+//
+//go:noinline
+func (s *Local) checkSize(m *agency.Message) error {
+	body, err := m.MarshalJSON()
+	if err != nil {
+		return err
+	}
+	if len(body) > s.maxSize {
+		return fmt.Errorf("%w: %d bytes encoded, limit %d (space.MaxMessageSize)", agency.ErrMessageTooLarge, len(body), s.maxSize)
+	}
+	return nil
+}
 
 //go:noinline
 func (r *localRouter) forged(m *agency.Message) error {

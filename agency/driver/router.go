@@ -13,7 +13,11 @@ import (
 // for a point-to-point message when it can tell that no agent has the
 // recipient id, and an error when the message may not have been delivered;
 // it should return once the message is on its way, never wait for the
-// recipient to act on it.
+// recipient to act on it. A space that bounds the size of a message
+// returns an error wrapping agency.ErrMessageTooLarge for one over its
+// limit, its text naming the size and the limit; when that message is a
+// response, the agent answers its caller with an error of type
+// response_too_large (agency.ErrResponseTooLarge) instead, at once.
 type Router interface {
 	Route(ctx context.Context, m *agency.Message) error
 }
