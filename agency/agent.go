@@ -22,17 +22,17 @@ type Agent struct {
 	*settings
 
 	actions actionSet // written only before the agent first joins a space
-	conn    atomic.Pointer[Conn]
+	conn    atomic.Pointer[conn]
 
-	// first is the Conn of the agent's first Connect, made in place: an
+	// first is the conn of the agent's first connect, made in place: an
 	// agent in a space is one allocation with its first action and its
-	// Conn, not three. A later Connect makes a new Conn, so that a Conn,
+	// conn, not three. A later connect makes a new conn, so that a conn,
 	// once closed, stays closed for whoever still holds it.
-	first Conn
+	first conn
 }
 
 // joined tells whether the agent has joined a space, or is joining one:
-// set for good by the first Connect, which takes the agent's own Conn.
+// set for good by the first connect, which takes the agent's own conn.
 func (a *Agent) joined() bool { return a.first.taken.Load() }
 
 // settings is what an agent's options set, read-only once the agent is
@@ -216,7 +216,7 @@ func (a *Agent) SendMessage(ctx context.Context, m *Message) (string, error) {
 // noRecipient tells the agent's ErrorHandler that m, sent point to point,
 // found no recipient. The [error] takes the agent's queue, as an answer
 // from the recipient would.
-func (c *Conn) noRecipient(m *Message) {
+func (c *conn) noRecipient(m *Message) {
 	if m.To == Broadcast || m.IsResponse() || m.NoReply || c.agent.hooks.err == nil {
 		return
 	}
@@ -239,7 +239,7 @@ func (c *Conn) noRecipient(m *Message) {
 // moment; when ctx is cancelled it is ctx's error. A recipient the space
 // knows to be absent is ErrNoRecipient at once; a space that loses the way
 // the response would come may end the wait with an error of its own (see
-// Conn.FailRequests).
+// conn.FailRequests).
 //
 // Request may be called from inside an action: responses never wait behind
 // the agent's queue.
@@ -306,7 +306,7 @@ func (a *Agent) RequestMessage(ctx context.Context, m *Message) (*Message, error
 }
 
 // prepare fills in and checks an outgoing message.
-func (a *Agent) prepare(m *Message) (*Conn, error) {
+func (a *Agent) prepare(m *Message) (*conn, error) {
 	c := a.conn.Load()
 	if c == nil {
 		return nil, ErrNotAdded

@@ -36,7 +36,7 @@ var helpInfo = func() *typeInfo {
 
 // answerHelp responds to help with the entries of the actions the asking
 // agent may call: all of them, or the one named by action_name.
-func (c *Conn) answerHelp(ctx context.Context, m *Message) {
+func (c *conn) answerHelp(ctx context.Context, m *Message) {
 	defer func() {
 		// In process the arguments are the sender's Go value, whose own
 		// MarshalJSON may panic while they are decoded here.

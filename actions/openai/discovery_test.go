@@ -11,6 +11,7 @@ import (
 
 	"github.com/seed72275b23/agency-go/actions/openai/openaitest"
 	"github.com/seed72275b23/agency-go/agency"
+	"github.com/seed72275b23/agency-go/agency/driver"
 )
 
 // pinger returns an agent with one action, ping.
@@ -126,7 +127,7 @@ func TestDiscoveryCustomHelp(t *testing.T) {
 // for a broadcast).
 type tapSpace struct {
 	mu    sync.Mutex
-	conns map[string]*agency.Conn
+	conns map[string]*driver.Conn
 	helps []string
 	sent  []*agency.Message // every message the Assistant sent
 	// mute, if set, swallows the messages it picks, as a broker does
@@ -140,11 +141,11 @@ type tapSpace struct {
 }
 
 func newTapSpace(t *testing.T) *tapSpace {
-	s := &tapSpace{conns: make(map[string]*agency.Conn)}
+	s := &tapSpace{conns: make(map[string]*driver.Conn)}
 	t.Cleanup(func() {
 		s.mu.Lock()
 		conns := s.conns
-		s.conns = map[string]*agency.Conn{}
+		s.conns = map[string]*driver.Conn{}
 		s.mu.Unlock()
 		for _, c := range conns {
 			_ = c.Close(context.Background())
@@ -154,7 +155,7 @@ func newTapSpace(t *testing.T) *tapSpace {
 }
 
 func (s *tapSpace) add(ctx context.Context, a *agency.Agent) error {
-	c, err := agency.Connect(a, tapRouter{s})
+	c, err := driver.Connect(a, tapRouter{s})
 	if err != nil {
 		return err
 	}
@@ -198,7 +199,7 @@ func (s *tapSpace) route(ctx context.Context, m *agency.Message) ([]string, erro
 		s.mu.Unlock()
 		return nil, nil
 	}
-	var to []*agency.Conn
+	var to []*driver.Conn
 	if m.To == agency.Broadcast {
 		for _, c := range s.conns {
 			to = append(to, c)

@@ -81,6 +81,7 @@ func (a *Agent) serve(ctx context.Context, conv, partner string, user *Message, 
 	}
 	defer func() { <-a.turns }()
 
+	var tooLarge error // an answer the space could not carry
 	deliver := func(text string, extra map[string]any) {
 		if !sayBack {
 			return
@@ -94,6 +95,9 @@ func (a *Agent) serve(ctx context.Context, conv, partner string, user *Message, 
 		r := &agency.Message{To: partner, Meta: meta, Action: "say", Args: SayArgs{Content: text}}
 		if _, err := a.agent.SendMessage(ctx, r); err != nil {
 			a.logger.Warn("openai: answer not sent", "to", partner, "conversation", conv, "error", err)
+			if errors.Is(err, agency.ErrMessageTooLarge) && tooLarge == nil {
+				tooLarge = err
+			}
 		}
 	}
 
@@ -111,6 +115,9 @@ func (a *Agent) serve(ctx context.Context, conv, partner string, user *Message, 
 	if err == nil {
 		t := &Turn{Conversation: conv, Partner: partner, History: history, Data: data, agent: a.agent, llm: a}
 		answer, used, err = a.turn(ctx, t, deliver)
+		if err == nil && tooLarge != nil {
+			err = tooLarge // the turn ends with the error, not in silence
+		}
 	}
 	a.account(ctx, conv, used)
 	if err != nil && ctx.Err() != nil {
@@ -120,6 +127,9 @@ func (a *Agent) serve(ctx context.Context, conv, partner string, user *Message, 
 		a.logger.Error("openai: turn failed", "agent", a.agent.ID(), "conversation", conv, "partner", partner, "error", err)
 		text := sorry(err)
 		deliver(text, nil)
+		if errors.Is(err, agency.ErrMessageTooLarge) {
+			return "", &agency.ActionError{Type: agency.ErrorResponseTooLarge, Text: text}
+		}
 		return "", errors.New(text)
 	}
 	return answer, nil

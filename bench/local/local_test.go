@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/seed72275b23/agency-go/agency"
-	"github.com/seed72275b23/agency-go/internal/bench"
+	"github.com/seed72275b23/agency-go/bench"
 	"github.com/seed72275b23/agency-go/space"
 )
 

@@ -10,7 +10,7 @@ import (
 	"github.com/anthdm/hollywood/actor"
 
 	"github.com/seed72275b23/agency-go/agency"
-	"github.com/seed72275b23/agency-go/internal/bench"
+	"github.com/seed72275b23/agency-go/bench"
 )
 
 // newEngine returns an engine with the default configuration.

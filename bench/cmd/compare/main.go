@@ -5,10 +5,10 @@
 //
 // From the repository root:
 //
-//	go -C internal/bench run ./cmd/compare                 # every row, 4 rounds
-//	go -C internal/bench run ./cmd/compare -rows local     # space.Local against hollywood and protoactor-go
-//	go -C internal/bench run ./cmd/compare -rows amqp -rounds 8
-//	go -C internal/bench run ./cmd/compare -list           # the rows and their benchmarks
+//	go -C bench run ./cmd/compare                 # every row, 4 rounds
+//	go -C bench run ./cmd/compare -rows local     # space.Local against hollywood and protoactor-go
+//	go -C bench run ./cmd/compare -rows amqp -rounds 8
+//	go -C bench run ./cmd/compare -list           # the rows and their benchmarks
 //
 // It compiles each benchmark package's test binary once, then, in each
 // round, runs every row's benchmarks in order and back again (A, B, B, A;
@@ -43,7 +43,7 @@ import (
 // name as -test.bench selects it.
 type side struct {
 	label string // how the table names it
-	pkg   string // "local", "hollywood", "protoactor" (internal/bench/…) or "amqpspace"
+	pkg   string // "local", "hollywood", "protoactor" (bench/…) or "amqpspace"
 	bench string // e.g. "BenchmarkBroadcast10k/first"
 }
 
@@ -73,7 +73,7 @@ var (
 )
 
 // peers returns the hollywood and protoactor sides of a benchmark of the
-// internal/bench packages.
+// bench packages.
 func peers(bench string) []side {
 	return []side{{"hollywood", "hollywood", bench}, {"protoactor", "protoactor", bench}}
 }
@@ -271,9 +271,9 @@ func packageDirs() (map[string]string, error) {
 	}
 	benchDir := filepath.Dir(strings.TrimSpace(string(gomod)))
 	if _, err := os.Stat(filepath.Join(benchDir, "local")); err != nil {
-		return nil, fmt.Errorf("run compare inside the internal/bench module (go -C internal/bench run ./cmd/compare): %w", err)
+		return nil, fmt.Errorf("run compare inside the bench module (go -C bench run ./cmd/compare): %w", err)
 	}
-	root := filepath.Join(benchDir, "..", "..")
+	root := filepath.Join(benchDir, "..")
 	return map[string]string{
 		"local":      filepath.Join(benchDir, "local"),
 		"hollywood":  filepath.Join(benchDir, "hollywood"),

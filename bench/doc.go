@@ -6,7 +6,9 @@
 // benchmarks of the main module, in interleaved rounds and prints the
 // ratios.
 //
-// It is a module of its own so that the library never depends on the
-// libraries it is measured against, and so that `go test ./...` at the
-// repository root leaves these long benchmarks out.
+// It is a module of its own, beside the library's packages rather than
+// under them: it imports agency and space as any user does, nothing in
+// the library imports it, the library never depends on the libraries it
+// is measured against, and `go test ./...` at the repository root leaves
+// these long benchmarks out.
 package bench

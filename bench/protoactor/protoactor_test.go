@@ -11,7 +11,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
-	"github.com/seed72275b23/agency-go/internal/bench"
+	"github.com/seed72275b23/agency-go/bench"
 )
 
 // newSystem returns an actor system that logs only errors (its default

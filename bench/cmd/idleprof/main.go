@@ -2,7 +2,7 @@
 // space.Local and writes a heap profile of what they hold, for
 // `go tool pprof -sample_index=inuse_space`:
 //
-//	go -C internal/bench run ./cmd/idleprof /tmp/idle.heap
+//	go -C bench run ./cmd/idleprof /tmp/idle.heap
 package main
 
 import (
@@ -13,7 +13,7 @@ import (
 	"strconv"
 
 	"github.com/seed72275b23/agency-go/agency"
-	"github.com/seed72275b23/agency-go/internal/bench"
+	"github.com/seed72275b23/agency-go/bench"
 	"github.com/seed72275b23/agency-go/space"
 )
 

@@ -1,4 +1,4 @@
-module github.com/seed72275b23/agency-go/internal/bench
+module github.com/seed72275b23/agency-go/bench
 
 go 1.25.0
 
@@ -51,4 +51,4 @@ require (
 	google.golang.org/protobuf v1.33.0 // indirect
 )
 
-replace github.com/seed72275b23/agency-go => ../..
+replace github.com/seed72275b23/agency-go => ../
