@@ -113,7 +113,7 @@ const movedOn = "handoff refused, the conversation moved on: "
 func (p *Policy) giveBack(ctx context.Context, to string, tr Transfer, refusal error) {
 	text := fmt.Sprintf("Sorry, I could not hand this conversation to %s: %v. I am still here.", to, refusal)
 	back := false
-	conv, err := updateConv(ctx, p.cfg.store, tr.Conversation, func(c *Conversation, exists bool) (store.Changes, error) {
+	conv, err := updateConv(ctx, p.cfg.store, tr.owner(), tr.Conversation, func(c *Conversation, exists bool) (store.Changes, error) {
 		back = exists && c.Active == to && c.Version == tr.Version
 		if !back {
 			return store.Changes{}, errUnchanged
@@ -136,7 +136,7 @@ func (p *Policy) giveBack(ctx context.Context, to string, tr Transfer, refusal e
 		ch := store.Changes{Send: []store.Outgoing{out}}
 		if p.memory != nil {
 			note := openai.Message{Role: openai.RoleAssistant, Name: p.self, Content: text}
-			doc, err := p.memory.appended(ctx, tr.Conversation, note)
+			doc, err := p.memory.appended(ctx, openai.ConversationKey(tr.owner(), tr.Conversation), note)
 			if err != nil {
 				return store.Changes{}, err
 			}

@@ -61,7 +61,7 @@ func TestSupportBounce(t *testing.T) {
 	if got := shown(s.screen); !slices.Equal(got, []string{"Triage: Let me help you directly."}) {
 		t.Errorf("the user was shown %q", got)
 	}
-	log, _ := Log(s.ctx, s.st, "c1")
+	log, _ := Log(s.ctx, s.st, "User", "c1")
 	var hops []string
 	for _, e := range log {
 		hops = append(hops, e.From+"→"+e.To)

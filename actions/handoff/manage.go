@@ -14,12 +14,13 @@ import (
 )
 
 // tableID is the id of the table of dispatcher i of an agent in a
-// conversation.
-func tableID(agent string, i int, conversation string) string {
-	return fmt.Sprintf("%s %d %s", agent, i, conversation)
+// conversation, by the conversation's key (openai.ConversationKey).
+func tableID(agent string, i int, key string) string {
+	return fmt.Sprintf("%s %d %s", agent, i, key)
 }
 
-// table returns the handoffs of dispatcher i in a conversation: its own
+// table returns the handoffs of dispatcher i in a conversation (by its
+// key): its own
 // table once the model changed it there, else the dispatcher's handoffs.
 func (p *Policy) table(ctx context.Context, i int, conversation string) ([]entry, error) {
 	t, _, err := p.loadTable(ctx, i, conversation)
@@ -72,6 +73,7 @@ func (p *Policy) manage(ctx context.Context, t *openai.Turn, c openai.ToolCall) 
 	if err := decodeArgs(c.Arguments, &h, fields); err != nil {
 		return "", err
 	}
+	key := openai.ConversationKey(t.Owner, t.Conversation)
 	var result any
 	change := func(table []entry) ([]entry, error) {
 		switch c.Name {
@@ -80,7 +82,7 @@ func (p *Policy) manage(ctx context.Context, t *openai.Turn, c openai.ToolCall) 
 				if i == p.managed {
 					continue
 				}
-				other, err := p.table(ctx, i, t.Conversation)
+				other, err := p.table(ctx, i, key)
 				if err != nil {
 					return nil, err
 				}
@@ -109,7 +111,7 @@ func (p *Policy) manage(ctx context.Context, t *openai.Turn, c openai.ToolCall) 
 		}
 	}
 	for attempt := 0; ; attempt++ {
-		table, doc, err := p.loadTable(ctx, p.managed, t.Conversation)
+		table, doc, err := p.loadTable(ctx, p.managed, key)
 		if err != nil {
 			return "", err
 		}
@@ -129,8 +131,8 @@ func (p *Policy) manage(ctx context.Context, t *openai.Turn, c openai.ToolCall) 
 			return "", err
 		}
 		err = p.cfg.store.Apply(ctx, store.Changes{Put: []store.Doc{{
-			Kind: KindDispatch, ID: tableID(p.self, p.managed, t.Conversation), Parent: t.Conversation,
-			Session: t.Conversation, Version: doc.Version, Body: body,
+			Kind: KindDispatch, ID: tableID(p.self, p.managed, key), Parent: key,
+			Session: t.Conversation, User: t.Owner, Version: doc.Version, Body: body,
 		}}})
 		if errors.Is(err, store.ErrConflict) && attempt < 16 {
 			continue

@@ -18,7 +18,9 @@ const MemoryMessages = 200
 // Memory returns an openai.Memory that keeps the conversations of the LLM
 // agent with the given id in st (one document of kind KindMemory per
 // conversation), so that the agent built again after a restart, on the
-// same store, continues where it stopped. It keeps the last MemoryMessages
+// same store, continues where it stopped. The agent names each
+// conversation to it by its openai.ConversationKey, so that the histories
+// of two owners who name the same conversation id are two documents. It keeps the last MemoryMessages
 // messages of each conversation, never a tool result without its call.
 // Team gives it to every LLM agent it makes.
 func Memory(st store.Store, agent string) openai.Memory {
@@ -30,9 +32,10 @@ type memory struct {
 	agent string
 }
 
-// memoryID is the id of an agent's history of a conversation; an agent id
-// holds no white space, so the first space ends it.
-func memoryID(agent, conversation string) string { return agent + " " + conversation }
+// memoryID is the id of an agent's history of a conversation, by the
+// conversation's key (openai.ConversationKey: its owner and its id); an
+// agent id holds no white space, so the first space ends it.
+func memoryID(agent, key string) string { return agent + " " + key }
 
 func (m *memory) Load(ctx context.Context, conversation string) ([]openai.Message, error) {
 	h, _, err := m.load(ctx, conversation)

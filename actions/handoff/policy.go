@@ -411,7 +411,8 @@ func (p *Policy) serve(llm *openai.Agent, access agency.ActionOption) error {
 		return take(ctx, p.cfg.store, p.ev, p.self, t)
 	}, func(ctx context.Context, t Transfer) error {
 		_, err := llm.Continue(ctx, openai.Continuation{
-			Conversation: t.Conversation, Partner: t.User, History: p.cfg.filter(p.self, t), Data: &t,
+			Conversation: t.Conversation, Owner: t.owner(), Partner: t.User, ReplyTo: t.ReplyTo,
+			History: p.cfg.filter(p.self, t), Data: &t,
 		})
 		return err
 	}, access)
@@ -426,14 +427,14 @@ func take(ctx context.Context, st store.Store, ev events, self string, t Transfe
 	if m := agency.MessageFrom(ctx); m != nil {
 		from = m.From
 	}
-	c, err := updateConv(ctx, st, t.Conversation, func(c *Conversation, exists bool) (store.Changes, error) {
+	c, err := updateConv(ctx, st, t.owner(), t.Conversation, func(c *Conversation, exists bool) (store.Changes, error) {
 		switch {
 		case exists && c.Version > t.Version:
 			return store.Changes{}, agency.ActionFailed(movedOn+"conversation %q is at version %d, the handoff at %d (it is stale, or was taken over already)", t.Conversation, c.Version, t.Version)
 		case exists && c.Version == t.Version && c.Active != self:
 			return store.Changes{}, agency.ActionFailed(movedOn+"conversation %q at version %d is held by %q", t.Conversation, c.Version, c.Active)
 		}
-		*c = Conversation{ID: t.Conversation, Active: self, User: t.User, Vars: t.Vars, Version: t.Version + 1,
+		*c = Conversation{ID: t.Conversation, Owner: t.owner(), Active: self, User: t.User, Vars: t.Vars, Version: t.Version + 1,
 			Hops: t.Hops, Path: slices.Clone(t.Path), Status: StatusActive}
 		return store.Changes{}, nil
 	})
@@ -488,7 +489,7 @@ func (p *Policy) wake() {
 func (p *Policy) begin(ctx context.Context, t *openai.Turn) (Conversation, error) {
 	st := p.cfg.store
 	if t.Step == 0 && t.Data == nil {
-		return updateConv(ctx, st, t.Conversation, func(c *Conversation, exists bool) (store.Changes, error) {
+		return updateConv(ctx, st, t.Owner, t.Conversation, func(c *Conversation, exists bool) (store.Changes, error) {
 			if exists && c.Active == p.self && c.Hops == 0 && len(c.Path) == 0 && c.Status == StatusActive {
 				return store.Changes{}, errUnchanged
 			}
@@ -500,9 +501,9 @@ func (p *Policy) begin(ctx context.Context, t *openai.Turn) (Conversation, error
 			return store.Changes{}, nil
 		})
 	}
-	c, _, err := loadConv(ctx, st, t.Conversation)
+	c, _, err := loadConv(ctx, st, t.Owner, t.Conversation)
 	if errors.Is(err, store.ErrNotFound) {
-		return Conversation{ID: t.Conversation, Active: p.self, User: t.Partner, Status: StatusActive}, nil
+		return Conversation{ID: t.Conversation, Owner: t.Owner, Active: p.self, User: t.Partner, Status: StatusActive}, nil
 	}
 	return c, err
 }
@@ -554,7 +555,7 @@ func (p *Policy) before(ctx context.Context, t *openai.Turn, r *openai.Request) 
 		}
 	}
 	for i, d := range p.dispatch {
-		table, err := p.table(ctx, i, t.Conversation)
+		table, err := p.table(ctx, i, openai.ConversationKey(t.Owner, t.Conversation))
 		if err != nil {
 			return err
 		}
@@ -672,7 +673,7 @@ func (p *Policy) limits(conv Conversation, to string) error {
 func (p *Policy) handoff(ctx context.Context, t *openai.Turn, h hand) {
 	id := agency.NewID()
 	var tr Transfer
-	conv, err := updateConv(ctx, p.cfg.store, t.Conversation, func(c *Conversation, exists bool) (store.Changes, error) {
+	conv, err := updateConv(ctx, p.cfg.store, t.Owner, t.Conversation, func(c *Conversation, exists bool) (store.Changes, error) {
 		if !exists {
 			c.Active, c.User, c.Status = p.self, t.Partner, StatusActive
 		}
@@ -692,8 +693,11 @@ func (p *Policy) handoff(ctx context.Context, t *openai.Turn, h hand) {
 		c.Hops++
 		c.Active, c.Status = h.to, StatusActive
 		c.Version++
-		tr = Transfer{Conversation: t.Conversation, User: c.User, Name: h.name, Message: h.message, Call: h.call,
+		tr = Transfer{Conversation: t.Conversation, User: c.User, ReplyTo: replyTo(ctx, t), Name: h.name, Message: h.message, Call: h.call,
 			Vars: c.Vars, Version: c.Version, Hops: c.Hops, Path: slices.Clone(c.Path), History: t.History}
+		if t.Owner != c.User {
+			tr.Owner = t.Owner
+		}
 		meta := map[string]any{metaConversation: t.Conversation}
 		if tp := agency.Traceparent(ctx); tp != "" {
 			meta[agency.TraceparentKey] = tp
@@ -707,7 +711,7 @@ func (p *Policy) handoff(ctx context.Context, t *openai.Turn, h hand) {
 			return store.Changes{}, err
 		}
 		return store.Changes{
-			Put:  []store.Doc{{Kind: KindLog, ID: id, Parent: t.Conversation, Session: t.Conversation, Body: entry}},
+			Put:  []store.Doc{{Kind: KindLog, ID: id, Parent: openai.ConversationKey(t.Owner, t.Conversation), Session: t.Conversation, User: t.Owner, Body: entry}},
 			Send: []store.Outgoing{out},
 		}, nil
 	})
@@ -728,6 +732,19 @@ func (p *Policy) handoff(ctx context.Context, t *openai.Turn, h hand) {
 	p.wake()
 }
 
+// replyTo returns the id of the user's message that turn t answers: the
+// say that started it, or, for a turn of a conversation handed over, what
+// the handoff carried.
+func replyTo(ctx context.Context, t *openai.Turn) string {
+	if tr, ok := t.Data.(*Transfer); ok {
+		return tr.ReplyTo
+	}
+	if m := agency.MessageFrom(ctx); m != nil && m.Action == "say" {
+		return m.ID
+	}
+	return ""
+}
+
 // tell says text to the turn's partner in its conversation, as the
 // conversation's last answer when final is set (the conversation is then
 // marked terminated).
@@ -735,15 +752,16 @@ func (p *Policy) tell(ctx context.Context, t *openai.Turn, text string, final bo
 	meta := map[string]any{metaConversation: t.Conversation}
 	if final {
 		meta[MetaFinal] = true
-		p.terminate(ctx, t.Conversation)
+		p.terminate(ctx, t)
 	}
 	if _, err := t.Agent().SendMessage(ctx, &agency.Message{To: t.Partner, Action: "say", Args: openai.SayArgs{Content: text}, Meta: meta}); err != nil {
 		p.cfg.logger.Warn("handoff: could not tell the user", "conversation", t.Conversation, "agent", p.self, "to", t.Partner, "error", err)
 	}
 }
 
-func (p *Policy) terminate(ctx context.Context, conversation string) {
-	_, err := updateConv(ctx, p.cfg.store, conversation, func(c *Conversation, exists bool) (store.Changes, error) {
+func (p *Policy) terminate(ctx context.Context, t *openai.Turn) {
+	conversation := t.Conversation
+	_, err := updateConv(ctx, p.cfg.store, t.Owner, conversation, func(c *Conversation, exists bool) (store.Changes, error) {
 		if c.Status == StatusTerminated {
 			return store.Changes{}, errUnchanged
 		}
@@ -771,7 +789,7 @@ func (p *Policy) call(ctx context.Context, t *openai.Turn, c openai.ToolCall) (s
 	if i := slices.IndexFunc(p.transfers, func(tr transferRule) bool { return tr.name == c.Name }); i >= 0 {
 		target, message = p.transfers[i].to, p.transfers[i].message
 	} else {
-		h, ok, err := p.entry(ctx, t.Conversation, c.Name)
+		h, ok, err := p.entry(ctx, openai.ConversationKey(t.Owner, t.Conversation), c.Name)
 		if err != nil {
 			return "", err
 		}
@@ -854,7 +872,7 @@ func (p *Policy) set(ctx context.Context, t *openai.Turn, tool string, vars Vars
 	if len(vars) == 0 {
 		return nil
 	}
-	conv, err := updateConv(ctx, p.cfg.store, t.Conversation, func(c *Conversation, exists bool) (store.Changes, error) {
+	conv, err := updateConv(ctx, p.cfg.store, t.Owner, t.Conversation, func(c *Conversation, exists bool) (store.Changes, error) {
 		if !exists {
 			c.Active, c.User, c.Status = p.self, t.Partner, StatusActive
 		}
@@ -886,7 +904,7 @@ func (p *Policy) answer(ctx context.Context, t *openai.Turn, a *openai.Answer) e
 			a.Meta = map[string]any{}
 		}
 		a.Meta[MetaFinal] = true
-		p.terminate(ctx, t.Conversation)
+		p.terminate(ctx, t)
 	default:
 		conv, err := p.begin(ctx, t)
 		if err != nil {

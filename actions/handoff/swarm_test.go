@@ -231,7 +231,7 @@ func TestSwarmAvailability(t *testing.T) {
 	if res.Status != RunTerminated || res.Last != "agent_3" {
 		t.Errorf("Run: %s, last %s", res.Status, res.Last)
 	}
-	if c, _ := LoadConversation(w.ctx, w.team.Store, "c1"); c.Status != StatusTerminated {
+	if c, _ := LoadConversation(w.ctx, w.team.Store, "User", "c1"); c.Status != StatusTerminated {
 		t.Errorf("the conversation's status %q", c.Status)
 	}
 }
@@ -308,7 +308,7 @@ func TestSwarmReply(t *testing.T) {
 	if h := w.events.of(EventHandoff); len(h) != 1 || h[0].To != "CustomerServiceRep" || h[0].Vars["passport_number"] != "P123" {
 		t.Errorf("the handoff event: %+v", h)
 	}
-	log, _ := Log(w.ctx, w.team.Store, "c1")
+	log, _ := Log(w.ctx, w.team.Store, "User", "c1")
 	if len(log) != 1 || float64(log[0].Version) != w.versions[0]+1 {
 		t.Errorf("the handoff's version %d; the tool saw %v", log[0].Version, w.versions)
 	}
@@ -320,7 +320,7 @@ func TestSwarmReply(t *testing.T) {
 		t.Errorf("Run: %+v", res)
 	}
 	// The model read the Reply's value, not the Reply.
-	h, _ := Memory(w.team.Store, "agent_1").Load(w.ctx, "c1")
+	h, _ := Memory(w.team.Store, "agent_1").Load(w.ctx, openai.ConversationKey("User", "c1"))
 	if last := h[len(h)-1]; last.Content != `"verified"` {
 		t.Errorf("agent_1 read %q", last.Content)
 	}
@@ -431,7 +431,7 @@ func TestSwarmReplyToUser(t *testing.T) {
 			if res.Status != tc.status || res.Last != "agent_1" {
 				t.Errorf("Run: %s, last %s; want %s, agent_1", res.Status, res.Last, tc.status)
 			}
-			h, err := Memory(w.team.Store, "agent_1").Load(w.ctx, "c1")
+			h, err := Memory(w.team.Store, "agent_1").Load(w.ctx, openai.ConversationKey("User", "c1"))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -195,7 +195,8 @@ func (t *Team) Human(id string, f human.Front) (*human.Agent, error) {
 	err = accept(person.Agent(), func(ctx context.Context, tr Transfer) error {
 		return take(ctx, t.Store, ev, id, tr)
 	}, func(ctx context.Context, tr Transfer) error {
-		_, err := person.Take(ctx, tr.Conversation, tr.User, Briefing(id, tr, filter(id, tr)))
+		_, err := person.Take(ctx, human.Handover{Conversation: tr.Conversation, Owner: tr.owner(), User: tr.User,
+			ReplyTo: tr.ReplyTo, History: Briefing(id, tr, filter(id, tr))})
 		return err
 	}, agency.AccessFunc(t.access))
 	if err != nil {
@@ -234,11 +235,12 @@ func Briefing(self string, t Transfer, history []openai.Message) []human.Line {
 	return append(lines, human.Line{Text: fmt.Sprintf("--- your answer goes to %s\n", t.User)})
 }
 
-// Holder returns the agent that holds a conversation according to the
-// team's store ("" when it does not know the conversation).
+// Holder returns the agent that holds a conversation of the team's user
+// (UserID) according to the team's store ("" when it does not know the
+// conversation).
 func (t *Team) Holder(ctx context.Context, conversation string) (string, error) {
 	t.init()
-	return Holder(ctx, t.Store, conversation)
+	return Holder(ctx, t.Store, t.UserID, conversation)
 }
 
 // Start is how Run starts a conversation.
@@ -286,7 +288,7 @@ func (t *Team) UserAgent() *agency.Agent {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.user == nil {
-		t.user = newTeamUser(t.UserID)
+		t.user = newTeamUser(t.UserID, agency.AccessFunc(t.access))
 	}
 	return t.user.agent
 }
@@ -306,7 +308,7 @@ func (t *Team) Run(ctx context.Context, s Start) (Result, error) {
 	if conv == "" {
 		conv = agency.NewID()
 	}
-	_, err := updateConv(ctx, t.Store, conv, func(c *Conversation, exists bool) (store.Changes, error) {
+	_, err := updateConv(ctx, t.Store, t.UserID, conv, func(c *Conversation, exists bool) (store.Changes, error) {
 		c.Vars = c.Vars.merge(s.Vars)
 		c.Active, c.User, c.Hops, c.Path, c.Status = s.Agent, t.UserID, 0, nil, StatusActive
 		c.Version++
@@ -384,11 +386,11 @@ func (t *Team) Run(ctx context.Context, s Start) (Result, error) {
 	_, isLLM := t.llms[holder]
 	t.mu.Unlock()
 	if isLLM {
-		if h, err := Memory(t.Store, holder).Load(ctx, conv); err == nil {
+		if h, err := Memory(t.Store, holder).Load(ctx, openai.ConversationKey(t.UserID, conv)); err == nil {
 			res.History = h
 		}
 	}
-	c, err := LoadConversation(ctx, t.Store, conv)
+	c, err := LoadConversation(ctx, t.Store, t.UserID, conv)
 	if err != nil {
 		return res, err
 	}
@@ -429,10 +431,13 @@ type heard struct {
 	handedTo   string
 }
 
-func newTeamUser(id string) *teamUser {
+// newTeamUser makes the agent of Run; access lets only the team's members
+// tell the user something, so that no other agent takes a conversation
+// over by saying something in it.
+func newTeamUser(id string, access agency.ActionOption) *teamUser {
 	u := &teamUser{runs: map[string]*runSays{}}
 	u.agent = agency.MustNewAgent(id)
-	agency.Handle(u.agent, "say", u.say, agency.Describe("Tell the user something"), agency.Returns("that the user was told"))
+	agency.Handle(u.agent, "say", u.say, access, agency.Describe("Tell the user something"), agency.Returns("that the user was told"))
 	return u
 }
 

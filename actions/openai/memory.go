@@ -36,6 +36,9 @@ type ToolCall struct {
 }
 
 // Memory keeps the history of each conversation, oldest message first.
+// The conversation an agent names to it is a [ConversationKey]: its owner
+// and its id, so that two agents that name the same conversation id keep
+// two histories.
 //
 // An agent calls it for one conversation at a time (it runs one turn at a
 // time per conversation), and for different conversations concurrently.

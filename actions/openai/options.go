@@ -8,6 +8,7 @@ import (
 	"math"
 	"net/http"
 	"net/url"
+	"slices"
 	"time"
 
 	"github.com/seed72275b23/agency-go/agency"
@@ -56,7 +57,8 @@ type config struct {
 	allow, deny                      []selector
 	exts                             []Extension
 	stream                           func(context.Context, Chunk)
-	onUsage                          func(ctx context.Context, conversation string, turn, sum Usage)
+	onUsage                          func(ctx context.Context, owner, conversation string, turn, sum Usage)
+	relays                           []string
 }
 
 func invalid(format string, args ...any) error {
@@ -416,8 +418,9 @@ func Stream(f func(ctx context.Context, c Chunk)) Option {
 }
 
 // OnUsage has f called after each turn with the turn's usage and the
-// conversation's since the agent started (see also [Agent.Usage]).
-func OnUsage(f func(ctx context.Context, conversation string, turn, sum Usage)) Option {
+// conversation's since the agent started (see also [Agent.Usage]); owner
+// is the agent the conversation belongs to (see [ConversationKey]).
+func OnUsage(f func(ctx context.Context, owner, conversation string, turn, sum Usage)) Option {
 	return func(c *config) error {
 		if c.onUsage != nil {
 			return invalid("OnUsage given twice")
@@ -426,6 +429,30 @@ func OnUsage(f func(ctx context.Context, conversation string, turn, sum Usage)) 
 			return invalid("OnUsage(nil)")
 		}
 		c.onUsage = f
+		return nil
+	}
+}
+
+// Relays names the agents that speak for others (a web front that relays
+// many people, say): a say from one of them may carry
+// __meta__.on_behalf_of, the id of whom it speaks for, and is then a turn
+// of that one's conversation, which it may read and continue as they
+// could. No agent is a relay unless named here; a say with on_behalf_of
+// from any other agent is refused with permission_denied.
+func Relays(ids ...string) Option {
+	return func(c *config) error {
+		if c.relays != nil {
+			return invalid("Relays given twice")
+		}
+		if len(ids) == 0 {
+			return invalid("Relays(): name at least one agent")
+		}
+		for _, id := range ids {
+			if err := agency.ValidateID(id); err != nil {
+				return invalid("Relays: %v", err)
+			}
+		}
+		c.relays = slices.Clone(ids)
 		return nil
 	}
 }
