@@ -64,6 +64,10 @@ type Dispatcher struct {
 type entry struct {
 	Handoff
 	Enabled bool `json:"enabled"`
+	// Revoked marks a handoff whose target the dispatcher no longer
+	// authorized when it was offered: it stays in the table, so that a
+	// call of it reads why, but it is never offered or made again.
+	Revoked bool `json:"revoked,omitempty"`
 }
 
 // NewDispatcher returns a Dispatcher whose handoffs may go to the agents
@@ -157,6 +161,19 @@ func (d *Dispatcher) table() []entry {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	return slices.Clone(d.entries)
+}
+
+// authorizedOnly splits t into the entries whose target d authorizes and
+// the others (revoked before, or now).
+func (d *Dispatcher) authorizedOnly(t []entry) (kept, dropped []entry) {
+	for _, e := range t {
+		if !e.Revoked && slices.Contains(d.authorized, e.Target) {
+			kept = append(kept, e)
+		} else {
+			dropped = append(dropped, e)
+		}
+	}
+	return kept, dropped
 }
 
 // dispatchError is an error of a dispatcher operation: it reads as the

@@ -20,6 +20,7 @@ const (
 	EventLoopLimit      = "loop_limit"       // the hop budget or ping-pong detection stopped a handoff
 	EventVars           = "vars"             // a tool's Reply set variables
 	EventDispatch       = "dispatch"         // the model changed a dispatcher's handoffs
+	EventDropped        = "handoff_dropped"  // a dispatcher's handoff was neither offered nor made: its target is no longer authorized
 )
 
 // Event is one transition of a conversation.
@@ -65,7 +66,7 @@ func (ev events) emit(ctx context.Context, e Event) {
 	}
 	level := slog.LevelInfo
 	switch e.Kind {
-	case EventRefused, EventReturned, EventConditionError, EventLoopLimit:
+	case EventRefused, EventReturned, EventConditionError, EventLoopLimit, EventDropped:
 		level = slog.LevelWarn
 	}
 	if !ev.logger.Enabled(ctx, level) {

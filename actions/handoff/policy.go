@@ -555,9 +555,13 @@ func (p *Policy) before(ctx context.Context, t *openai.Turn, r *openai.Request) 
 		}
 	}
 	for i, d := range p.dispatch {
-		table, err := p.table(ctx, i, openai.ConversationKey(t.Owner, t.Conversation))
+		key := openai.ConversationKey(t.Owner, t.Conversation)
+		table, dropped, err := p.table(ctx, i, key)
 		if err != nil {
 			return err
+		}
+		if slices.ContainsFunc(dropped, func(e entry) bool { return !e.Revoked }) {
+			p.drop(ctx, t, i, key)
 		}
 		for _, h := range enabled(table) {
 			if p.static[h.Name] || slices.ContainsFunc(r.Tools, func(x openai.Tool) bool { return x.Name == h.Name }) {
@@ -789,7 +793,7 @@ func (p *Policy) call(ctx context.Context, t *openai.Turn, c openai.ToolCall) (s
 	if i := slices.IndexFunc(p.transfers, func(tr transferRule) bool { return tr.name == c.Name }); i >= 0 {
 		target, message = p.transfers[i].to, p.transfers[i].message
 	} else {
-		h, ok, err := p.entry(ctx, openai.ConversationKey(t.Owner, t.Conversation), c.Name)
+		h, ok, err := p.entry(ctx, t, c.Name)
 		if err != nil {
 			return "", err
 		}
