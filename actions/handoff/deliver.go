@@ -63,7 +63,8 @@ const (
 //
 // A receiver that is not in the space (after a restart it may join after
 // the sender) is agency.ErrNoRecipient: the relay keeps the handoff and
-// tries again with backoff. No answer in time is another error: the relay
+// tries again with backoff, for AbsentWait; then the handoff goes back to
+// its maker (see giveBack), with a no_recipient reason. No answer in time is another error: the relay
 // gives the handoff back and sends it again on its next pass, and the
 // receiver tells the resent message by its version. A refusal is final:
 // the handoff counts as delivered, and when the conversation is still
@@ -75,14 +76,25 @@ func (p *Policy) deliver(ctx context.Context, a *agency.Agent, m *agency.Message
 	timer := time.AfterFunc(ack, cancel)
 	defer timer.Stop()
 	_, err := a.RequestMessage(rctx, m)
+	if errors.Is(err, agency.ErrNoRecipient) {
+		since := p.absentSince(m.ID)
+		if time.Since(since) < p.cfg.absent {
+			return err // the relay tries again
+		}
+		p.present(m.ID)
+		tr, ok := p.transferOf(m)
+		if ok {
+			p.giveBack(ctx, m.To, tr, fmt.Errorf("no_recipient: %s is not in the space (waited %v)", m.To, p.cfg.absent))
+		}
+		return nil
+	}
+	p.present(m.ID)
 	var ae *agency.ActionError
-	if err == nil || !errors.As(err, &ae) || errors.Is(err, agency.ErrNoRecipient) || errors.Is(err, agency.ErrTimeout) {
+	if err == nil || !errors.As(err, &ae) || errors.Is(err, agency.ErrTimeout) {
 		return err
 	}
-	var tr Transfer
-	raw, _ := m.Args.(json.RawMessage) // the relay decoded m from its JSON
-	if terr := json.Unmarshal(raw, &tr); terr != nil {
-		p.cfg.logger.Error("handoff: a refused handoff does not decode; dropped", "agent", p.self, "to", m.To, "error", terr)
+	tr, ok := p.transferOf(m)
+	if !ok {
 		return nil
 	}
 	if strings.HasPrefix(ae.Text, movedOn) {
@@ -93,6 +105,41 @@ func (p *Policy) deliver(ctx context.Context, a *agency.Agent, m *agency.Message
 	}
 	p.giveBack(ctx, m.To, tr, err)
 	return nil
+}
+
+// transferOf decodes the Transfer of a handoff message the relay read
+// from the outbox; one that does not decode is logged and dropped.
+func (p *Policy) transferOf(m *agency.Message) (Transfer, bool) {
+	var tr Transfer
+	raw, _ := m.Args.(json.RawMessage) // the relay decoded m from its JSON
+	if err := json.Unmarshal(raw, &tr); err != nil {
+		p.cfg.logger.Error("handoff: a handoff does not decode; dropped", "agent", p.self, "to", m.To, "error", err)
+		return tr, false
+	}
+	return tr, true
+}
+
+// absentSince returns when the receiver of the handoff message id was
+// first found absent, now for the first time.
+func (p *Policy) absentSince(id string) time.Time {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.absent == nil {
+		p.absent = map[string]time.Time{}
+	}
+	t, ok := p.absent[id]
+	if !ok {
+		t = time.Now()
+		p.absent[id] = t
+	}
+	return t
+}
+
+// present forgets that the receiver of the handoff message id was absent.
+func (p *Policy) present(id string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	delete(p.absent, id)
 }
 
 // movedOn starts the text of the refusals of a handoff that is stale or

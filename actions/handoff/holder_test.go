@@ -120,7 +120,7 @@ func TestRefusedHandoffGoesBack(t *testing.T) {
 	defer cancel()
 	srv := openaitest.NewServer(t)
 	events := newRecorder()
-	team := &Team{UserID: "User", Observer: events, LLM: llmOptions(srv)}
+	team := &Team{UserID: "User", Observer: events, LLM: llmOptions(srv), Members: []string{"Outsider"}}
 	a1, err := team.Agent("agent_1", "You route customers.", OnContext(To("Outsider"), "vip"))
 	if err != nil {
 		t.Fatal(err)

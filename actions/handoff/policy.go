@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"text/template"
+	"time"
 
 	"github.com/seed72275b23/agency-go/actions/openai"
 	"github.com/seed72275b23/agency-go/actions/store"
@@ -27,6 +28,9 @@ const (
 	// agents, since the user's last message, stop the next one between
 	// them.
 	PingPong = 4
+	// DefaultAbsentWait is how long a committed handoff waits for its
+	// receiver to be in the space before it goes back to its maker.
+	DefaultAbsentWait = 15 * time.Second
 )
 
 // Policy is the openai.Extension that applies an agent's rules to its
@@ -82,8 +86,9 @@ type Policy struct {
 	// it there (Team sets it).
 	memory *memory
 
-	mu    sync.Mutex
-	relay *store.Relay
+	mu     sync.Mutex
+	relay  *store.Relay
+	absent map[string]time.Time // handoff message id → when its receiver was first found absent
 
 	// committed, when set, runs after a handoff is committed and before
 	// the relay is woken (tests stop the agent there).
@@ -114,6 +119,7 @@ type config struct {
 	logger    *slog.Logger
 	env       reflect.Type
 	relay     store.RelayConfig
+	absent    time.Duration
 	set       map[string]bool
 }
 
@@ -230,6 +236,25 @@ func Relay(cfg store.RelayConfig) Option {
 	}
 }
 
+// AbsentWait sets how long a committed handoff waits for a receiver that
+// is not in the space (a target with a typo, a tool's Reply naming an
+// agent that never joined, one that left) before the conversation goes
+// back to the agent that made it: the store names it the holder again, a
+// handoff_returned event says why (its Reason starts with
+// "no_recipient"), and the user is told. Default DefaultAbsentWait; the
+// relay tries again meanwhile, so a receiver that joins within the wait
+// (after a restart, say) gets the handoff. It goes back within d plus the
+// relay's MaxBackoff.
+func AbsentWait(d time.Duration) Option {
+	return func(c *config) error {
+		if d <= 0 {
+			return fmt.Errorf("%w: handoff: AbsentWait(%v): a positive duration", agency.ErrInvalidOption, d)
+		}
+		c.absent = d
+		return c.once("AbsentWait")
+	}
+}
+
 // NewPolicy returns the policy of the agent self with the given rules. It
 // compiles every condition and template now, and fails, naming the rule
 // and the position of the mistake, on a syntax error, on an unknown name
@@ -250,6 +275,9 @@ func NewPolicy(self string, rules []Rule, opts ...Option) (*Policy, error) {
 	}
 	if p.cfg.maxHops == 0 {
 		p.cfg.maxHops = DefaultMaxHops
+	}
+	if p.cfg.absent == 0 {
+		p.cfg.absent = DefaultAbsentWait
 	}
 	if p.cfg.filter == nil {
 		p.cfg.filter = DropOtherToolCalls
@@ -365,6 +393,26 @@ func (p *Policy) claim(name string) error {
 	}
 	p.static[name] = true
 	return nil
+}
+
+// staticTargets returns the agents the Policy's rules name: those of its
+// OnLLM, OnContext and AfterWork rules and of its DefaultAfterWork.
+func (p *Policy) staticTargets() []string {
+	var out []string
+	add := func(t Target) {
+		if t.Kind == KindAgent && !slices.Contains(out, t.Agent) {
+			out = append(out, t.Agent)
+		}
+	}
+	for _, r := range p.transfers {
+		add(r.to)
+	}
+	for _, r := range p.contexts {
+		add(r.to)
+	}
+	add(p.afterWork)
+	add(p.cfg.afterWork)
+	return out
 }
 
 // Store returns the store the Policy keeps its conversations in.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -60,6 +61,9 @@ type Team struct {
 	// Relay configures the relays that send the agents' handoffs (see the
 	// Relay option: its Send is the Policy's own).
 	Relay store.RelayConfig
+	// Options are Policy options for every agent of the team (AbsentWait,
+	// say).
+	Options []Option
 
 	once     sync.Once
 	mu       sync.Mutex
@@ -152,6 +156,7 @@ func (t *Team) Agent(id, prompt string, rules ...Rule) (*openai.Agent, error) {
 	if t.History != nil {
 		opts = append(opts, History(t.History))
 	}
+	opts = append(opts, t.Options...)
 	p, err := NewPolicy(id, rules, opts...)
 	if err != nil {
 		return nil, err
@@ -235,6 +240,35 @@ func Briefing(self string, t Transfer, history []openai.Message) []human.Line {
 	return append(lines, human.Line{Text: fmt.Sprintf("--- your answer goes to %s\n", t.User)})
 }
 
+// Check reports the static targets of the team's agents (OnLLM,
+// OnContext and AfterWork rules, DefaultAfterWork) that name no member:
+// no agent this Team made and none named in Members. Call it once every
+// agent is made (Run does, and refuses to start a team that fails it): a
+// target with a typo is then an error, not a handoff that waits for an
+// agent that never comes.
+func (t *Team) Check() error {
+	t.init()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var errs []error
+	for _, id := range slices.Sorted(maps.Keys(t.policies)) {
+		for _, target := range t.policies[id].staticTargets() {
+			if !t.local[target] && !slices.Contains(t.Members, target) {
+				errs = append(errs, fmt.Errorf("handoff: a rule of %s hands to %q, which is no member of the team (members: %s; name those of other processes in Members)",
+					id, target, strings.Join(t.memberIDs(), ", ")))
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// memberIDs returns the ids of the team's members, sorted; t.mu is held.
+func (t *Team) memberIDs() []string {
+	ids := slices.Concat(slices.Collect(maps.Keys(t.local)), t.Members)
+	slices.Sort(ids)
+	return slices.Compact(ids)
+}
+
 // Holder returns the agent that holds a conversation of the team's user
 // (UserID) according to the team's store ("" when it does not know the
 // conversation).
@@ -303,6 +337,9 @@ func (t *Team) Run(ctx context.Context, s Start) (Result, error) {
 	t.UserAgent()
 	if s.Agent == "" || s.Message == "" {
 		return Result{Status: RunFailed}, errors.New("handoff: Run needs a Start.Agent and a Start.Message")
+	}
+	if err := t.Check(); err != nil {
+		return Result{Status: RunFailed}, err
 	}
 	conv := s.Conversation
 	if conv == "" {
