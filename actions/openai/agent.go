@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/hashicorp/golang-lru/v2/simplelru"
 	gopenai "github.com/sashabaranov/go-openai"
 
 	"github.com/seed72275b23/agency-go/agency"
@@ -63,7 +64,7 @@ type Agent struct {
 	catalog catalog
 
 	usageMu sync.Mutex
-	usage   *lru[Usage] // ConversationKey → what its turns used
+	usage   *simplelru.LRU[string, Usage] // ConversationKey → what its turns used
 }
 
 // New returns an LLM agent with the given id, not yet in a space. It fails
@@ -194,7 +195,7 @@ func (a *Agent) Agent() *agency.Agent { return a.agent }
 func (a *Agent) Usage(owner, conversation string) Usage {
 	a.usageMu.Lock()
 	defer a.usageMu.Unlock()
-	u, _ := a.usage.get(ConversationKey(owner, conversation))
+	u, _ := a.usage.Get(ConversationKey(owner, conversation))
 	return u
 }
 

@@ -170,9 +170,9 @@ func (a *Agent) serve(ctx context.Context, owner, conv, partner string, user *Me
 func (a *Agent) account(ctx context.Context, owner, conv string, turn Usage) {
 	key := ConversationKey(owner, conv)
 	a.usageMu.Lock()
-	sum, _ := a.usage.get(key)
+	sum, _ := a.usage.Get(key)
 	sum = sum.plus(turn)
-	a.usage.put(key, sum)
+	a.usage.Add(key, sum)
 	a.usageMu.Unlock()
 	if a.onUsage != nil {
 		a.onUsage(ctx, owner, conv, turn, sum)
