@@ -2,6 +2,7 @@ package handoff
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -53,7 +54,7 @@ func TestHandoffToAbsentAgent(t *testing.T) {
 		t.Errorf("the store names %q the holder", h)
 	}
 	ev := rec.of(EventReturned)
-	if len(ev) != 1 || ev[0].To != "Ghost" || !strings.HasPrefix(ev[0].Reason, "no_recipient") {
+	if len(ev) != 1 || ev[0].To != "Ghost" || !errors.Is(ev[0].Err, ErrNoRecipient) {
 		t.Errorf("returned events %+v", ev)
 	}
 }

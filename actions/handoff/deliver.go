@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/seed72275b23/agency-go/actions/openai"
@@ -84,7 +83,7 @@ func (p *Policy) deliver(ctx context.Context, a *agency.Agent, m *agency.Message
 		p.present(m.ID)
 		tr, ok := p.transferOf(m)
 		if ok {
-			p.giveBack(ctx, m.To, tr, fmt.Errorf("no_recipient: %s is not in the space (waited %v)", m.To, p.cfg.absent))
+			p.giveBack(ctx, m.To, tr, fmt.Errorf("%w: %s is not in the space (waited %v)", ErrNoRecipient, m.To, p.cfg.absent))
 		}
 		return nil
 	}
@@ -97,13 +96,13 @@ func (p *Policy) deliver(ctx context.Context, a *agency.Agent, m *agency.Message
 	if !ok {
 		return nil
 	}
-	if strings.HasPrefix(ae.Text, movedOn) {
+	if r, ok := reasonIn(ae.Text); ok && r == ErrMovedOn {
 		// The receiver's store knows the conversation went on without
 		// this handoff (a resent message, or another agent took it).
 		p.cfg.logger.Warn("handoff: a stale handoff was refused", "conversation", tr.Conversation, "agent", p.self, "to", m.To, "error", err)
 		return nil
 	}
-	p.giveBack(ctx, m.To, tr, err)
+	p.giveBack(ctx, m.To, tr, fmt.Errorf("%w: %w", ErrRefused, err))
 	return nil
 }
 
@@ -141,11 +140,6 @@ func (p *Policy) present(id string) {
 	defer p.mu.Unlock()
 	delete(p.absent, id)
 }
-
-// movedOn starts the text of the refusals of a handoff that is stale or
-// that another agent took: the receiver's store knows better than the
-// sender's, and the sender does not take the conversation back.
-const movedOn = "handoff refused, the conversation moved on: "
 
 // giveBack makes the Policy's agent hold again a conversation whose
 // handoff to the agent to was refused (not permitted, no handoff action,
@@ -192,14 +186,14 @@ func (p *Policy) giveBack(ctx context.Context, to string, tr Transfer, refusal e
 		return ch, nil
 	})
 	ev := Event{Conversation: tr.Conversation, Agent: p.self, From: p.self, To: to, Name: tr.Name,
-		Hops: conv.Hops, Path: conv.Path, Version: conv.Version, Reason: refusal.Error()}
+		Hops: conv.Hops, Path: conv.Path, Version: conv.Version, Err: refusal}
 	switch {
 	case err != nil:
 		ev.Kind = EventRefused
-		ev.Reason += fmt.Sprintf(" (and it could not be given back: %v)", err)
+		ev.Err = fmt.Errorf("%w (and it could not be given back: %v)", refusal, err)
 	case !back:
 		ev.Kind = EventRefused
-		ev.Reason += " (the conversation went on meanwhile: it stays where it is)"
+		ev.Err = fmt.Errorf("%w (the conversation went on meanwhile: it stays where it is)", refusal)
 	default:
 		ev.Kind = EventReturned
 	}

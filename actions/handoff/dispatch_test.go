@@ -385,7 +385,7 @@ func TestDispatchRevokedAfterRestart(t *testing.T) {
 	}
 	dropped := d.events.of(EventDropped)
 	if len(dropped) == 0 || dropped[0].To != "workbench_search_agent" || dropped[0].Name != searchName ||
-		!strings.Contains(dropped[0].Reason, "no longer authorized") {
+		!errors.Is(dropped[0].Err, ErrRevoked) {
 		t.Errorf("dropped events %+v", dropped)
 	}
 }
@@ -450,7 +450,7 @@ func TestDispatchCallRechecks(t *testing.T) {
 	}
 	key := openai.ConversationKey("User", "c1")
 	body, _ := json.Marshal([]entry{{Handoff: Handoff{Name: "to_b", Target: "B", Description: "B"}, Enabled: true}})
-	if err := st.Apply(ctx, store.Changes{Put: []store.Doc{{Kind: KindDispatch, ID: tableID("P", 0, key), Parent: key, Body: body}}}); err != nil {
+	if err := st.Apply(ctx, store.Changes{Put: []store.Doc{{Kind: kindDispatch, ID: tableID("P", 0, key), Parent: key, Body: body}}}); err != nil {
 		t.Fatal(err)
 	}
 	turn := &openai.Turn{Conversation: "c1", Owner: "User", Partner: "User"}

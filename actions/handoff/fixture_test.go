@@ -119,7 +119,7 @@ func (r *recorder) Event(ctx context.Context, e Event) {
 	r.changed = make(chan struct{})
 }
 
-func (r *recorder) of(kind string) []Event {
+func (r *recorder) of(kind EventKind) []Event {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	var out []Event
@@ -132,7 +132,7 @@ func (r *recorder) of(kind string) []Event {
 }
 
 // wait waits until n events of the kind have come.
-func (r *recorder) wait(t *testing.T, ctx context.Context, kind string, n int) []Event {
+func (r *recorder) wait(t *testing.T, ctx context.Context, kind EventKind, n int) []Event {
 	t.Helper()
 	for {
 		r.mu.Lock()

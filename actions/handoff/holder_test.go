@@ -51,7 +51,7 @@ func TestOneHolder(t *testing.T) {
 		t.Fatalf("the two handoffs: %v, %v; want one taken, one refused", errs[0], errs[1])
 	}
 	refused := errors.Join(errs...)
-	if !strings.Contains(refused.Error(), "handoff refused, the conversation moved on: conversation \"c1\" is at version 5, the handoff at 4") {
+	if !strings.Contains(refused.Error(), "moved_on: conversation \"c1\" is at version 5, the handoff at 4") {
 		t.Errorf("the refusal: %v", refused)
 	}
 	winner := "Refunds"
@@ -100,7 +100,7 @@ func TestHolderMovedOn(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := s.triageSrv.Requests()
-	if got := lastContent(r[1]); got != "error: Triage does not hold this conversation any more: Refunds does" {
+	if got := lastContent(r[1]); got != "error: not_holder: Triage does not hold this conversation any more: Refunds does" {
 		t.Errorf("the transfer read %q", got)
 	}
 	if n := len(s.salesSrv.Requests()); n != 0 {
@@ -154,7 +154,7 @@ func TestRefusedHandoffGoesBack(t *testing.T) {
 		t.Errorf("agent_1's history %+v", h)
 	}
 	back := events.wait(t, ctx, EventReturned, 1)
-	if e := back[0]; e.Agent != "agent_1" || e.To != "Outsider" || e.Hops != 0 || len(e.Path) != 0 || !strings.Contains(e.Reason, "permission_denied") {
+	if e := back[0]; e.Agent != "agent_1" || e.To != "Outsider" || e.Hops != 0 || len(e.Path) != 0 || !strings.Contains(e.Err.Error(), "permission_denied") || !errors.Is(e.Err, ErrRefused) || !errors.Is(e.Err, agency.ErrPermissionDenied) {
 		t.Errorf("the event: %+v", e)
 	}
 	c, err := LoadConversation(ctx, team.Store, "User", "c1")
@@ -180,7 +180,7 @@ func TestRefusedHandoffGoesBack(t *testing.T) {
 	if c2, _ := LoadConversation(ctx, team.Store, "User", "c1"); c2.Version != c.Version || c2.Active != "agent_1" {
 		t.Errorf("a second refusal changed the store: %+v", c2)
 	}
-	if r := events.of(EventRefused); len(r) == 0 || !strings.Contains(r[len(r)-1].Reason, "went on meanwhile") {
+	if r := events.of(EventRefused); len(r) == 0 || !strings.Contains(r[len(r)-1].Err.Error(), "went on meanwhile") {
 		t.Errorf("the second refusal's event: %+v", r)
 	}
 }

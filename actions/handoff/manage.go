@@ -31,7 +31,7 @@ func (p *Policy) table(ctx context.Context, i int, key string) (t, dropped []ent
 }
 
 func (p *Policy) loadTable(ctx context.Context, i int, key string) (t, dropped []entry, doc store.Doc, err error) {
-	d, err := p.cfg.store.Get(ctx, KindDispatch, tableID(p.self, i, key))
+	d, err := p.cfg.store.Get(ctx, kindDispatch, tableID(p.self, i, key))
 	if errors.Is(err, store.ErrNotFound) {
 		t, dropped = p.dispatch[i].authorizedOnly(p.dispatch[i].table())
 		return t, dropped, store.Doc{}, nil
@@ -76,13 +76,13 @@ func (p *Policy) drop(ctx context.Context, t *openai.Turn, i int, key string) {
 
 func (p *Policy) droppedEvent(t *openai.Turn, h Handoff) Event {
 	return Event{Kind: EventDropped, Conversation: t.Conversation, Agent: p.self, From: p.self, To: h.Target, Name: h.Name,
-		Reason: revoked(h).Error()}
+		Err: revoked(h)}
 }
 
 // revoked is why a handoff whose target is no longer authorized is not
 // made, in words the model can act on.
 func revoked(h Handoff) error {
-	return fmt.Errorf("permission_denied: the handoff %s was dropped: %s is no longer authorized; do not call it again", h.Name, h.Target)
+	return fmt.Errorf("%w: the handoff %s was dropped: %s is no longer authorized; do not call it again", ErrRevoked, h.Name, h.Target)
 }
 
 // entry finds the enabled handoff of that name in turn t's dispatcher
@@ -182,7 +182,7 @@ func (p *Policy) manage(ctx context.Context, t *openai.Turn, c openai.ToolCall) 
 			return "", err
 		}
 		err = p.cfg.store.Apply(ctx, store.Changes{Put: []store.Doc{{
-			Kind: KindDispatch, ID: tableID(p.self, p.managed, key), Parent: key,
+			Kind: kindDispatch, ID: tableID(p.self, p.managed, key), Parent: key,
 			Session: t.Conversation, User: t.Owner, Version: doc.Version, Body: body,
 		}}})
 		if errors.Is(err, store.ErrConflict) && attempt < 16 {

@@ -16,7 +16,7 @@ import (
 const MemoryMessages = 200
 
 // Memory returns an openai.Memory that keeps the conversations of the LLM
-// agent with the given id in st (one document of kind KindMemory per
+// agent with the given id in st (one document of kind kindMemory per
 // conversation), so that the agent built again after a restart, on the
 // same store, continues where it stopped. The agent names each
 // conversation to it by its openai.ConversationKey, so that the histories
@@ -43,7 +43,7 @@ func (m *memory) Load(ctx context.Context, conversation string) ([]openai.Messag
 }
 
 func (m *memory) load(ctx context.Context, conversation string) ([]openai.Message, store.Doc, error) {
-	d, err := m.st.Get(ctx, KindMemory, memoryID(m.agent, conversation))
+	d, err := m.st.Get(ctx, kindMemory, memoryID(m.agent, conversation))
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, store.Doc{}, nil
 	}
@@ -90,7 +90,7 @@ func (m *memory) changed(ctx context.Context, conversation string, f func([]open
 	if err != nil {
 		return store.Doc{}, err
 	}
-	return store.Doc{Kind: KindMemory, ID: memoryID(m.agent, conversation), Parent: conversation, Session: conversation,
+	return store.Doc{Kind: kindMemory, ID: memoryID(m.agent, conversation), Parent: conversation, Session: conversation,
 		Version: d.Version, Body: body}, nil
 }
 

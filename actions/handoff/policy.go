@@ -65,7 +65,8 @@ const (
 // Loops are bounded: a handoff that would exceed MaxHops since the user's
 // last message, or make the fifth back-and-forth between the same two
 // agents (PingPong), is refused with an error the model reads
-// ("loop_limit: …; answer the user instead"). Every transition is an
+// ("loop_limit: …; answer the user instead"; errors.Is finds
+// ErrLoopLimit). Every transition is an
 // Event for the Observer and a line for the Logger.
 //
 // A Policy serves one agent; its methods are safe for concurrent use.
@@ -174,15 +175,15 @@ func DefaultAfterWork(t Target) Option {
 	}
 }
 
-// History sets the filter of the history the agent continues a
+// FilterHistory sets the filter of the history the agent continues a
 // conversation handed to it on (default DropOtherToolCalls).
-func History(f Filter) Option {
+func FilterHistory(f Filter) Option {
 	return func(c *config) error {
 		if f == nil {
-			return fmt.Errorf("%w: handoff: History(nil)", agency.ErrInvalidOption)
+			return fmt.Errorf("%w: handoff: FilterHistory(nil)", agency.ErrInvalidOption)
 		}
 		c.filter = f
-		return c.once("History")
+		return c.once("FilterHistory")
 	}
 }
 
@@ -439,7 +440,7 @@ func (p *Policy) Extension() openai.Extension {
 // space): a Transfer from one of the agents named in from makes llm take
 // the conversation over (refused when the store says the transfer is stale
 // or another agent holds the conversation) and continue it at once, on
-// the history the Policy's History filter keeps, answering the user.
+// the history the Policy's FilterHistory keeps, answering the user.
 func (p *Policy) Serve(llm *openai.Agent, from ...string) error {
 	if len(from) == 0 {
 		return fmt.Errorf("handoff: Serve on %q: name the agents that may hand over to it", p.self)
@@ -478,9 +479,9 @@ func take(ctx context.Context, st store.Store, ev events, self string, t Transfe
 	c, err := updateConv(ctx, st, t.owner(), t.Conversation, func(c *Conversation, exists bool) (store.Changes, error) {
 		switch {
 		case exists && c.Version > t.Version:
-			return store.Changes{}, agency.ActionFailed(movedOn+"conversation %q is at version %d, the handoff at %d (it is stale, or was taken over already)", t.Conversation, c.Version, t.Version)
+			return store.Changes{}, agency.ActionFailed("%v: conversation %q is at version %d, the handoff at %d (it is stale, or was taken over already)", ErrMovedOn, t.Conversation, c.Version, t.Version)
 		case exists && c.Version == t.Version && c.Active != self:
-			return store.Changes{}, agency.ActionFailed(movedOn+"conversation %q at version %d is held by %q", t.Conversation, c.Version, c.Active)
+			return store.Changes{}, agency.ActionFailed("%v: conversation %q at version %d is held by %q", ErrMovedOn, t.Conversation, c.Version, c.Active)
 		}
 		*c = Conversation{ID: t.Conversation, Owner: t.owner(), Active: self, User: t.User, Vars: t.Vars, Version: t.Version + 1,
 			Hops: t.Hops, Path: slices.Clone(t.Path), Status: StatusActive}
@@ -488,7 +489,7 @@ func take(ctx context.Context, st store.Store, ev events, self string, t Transfe
 	})
 	if err != nil {
 		ev.emit(ctx, Event{Kind: EventRefused, Conversation: t.Conversation, Agent: self, From: from, To: self,
-			Name: t.Name, Hops: t.Hops, Path: t.Path, Version: t.Version, Reason: err.Error()})
+			Name: t.Name, Hops: t.Hops, Path: t.Path, Version: t.Version, Err: err})
 		return err
 	}
 	ev.emit(ctx, Event{Kind: EventAccepted, Conversation: t.Conversation, Agent: self, From: from, To: self,
@@ -564,7 +565,7 @@ func (p *Policy) holds(ctx context.Context, c *Cond, conv Conversation) bool {
 	}
 	ok, err := c.Eval(conv.Vars)
 	if err != nil {
-		p.ev.emit(ctx, Event{Kind: EventConditionError, Conversation: conv.ID, Agent: p.self, Name: c.String(), Version: conv.Version, Reason: err.Error()})
+		p.ev.emit(ctx, Event{Kind: EventConditionError, Conversation: conv.ID, Agent: p.self, Name: c.String(), Version: conv.Version, Err: err})
 		return false
 	}
 	return ok
@@ -657,18 +658,18 @@ func orDefault(message, to string) string {
 func (p *Policy) check(ctx context.Context, conv Conversation, target Target, name string) (string, error) {
 	to, err := p.resolve(conv, target)
 	if err == nil && conv.Active != p.self {
-		err = fmt.Errorf("%s does not hold this conversation any more: %s does", p.self, conv.Active)
+		err = fmt.Errorf("%w: %s does not hold this conversation any more: %s does", ErrNotHolder, p.self, conv.Active)
 	}
 	if err == nil {
 		err = p.limits(conv, to)
 	}
 	if err != nil {
 		kind := EventRefused
-		if strings.HasPrefix(err.Error(), "loop_limit:") {
+		if errors.Is(err, ErrLoopLimit) {
 			kind = EventLoopLimit
 		}
 		p.ev.emit(ctx, Event{Kind: kind, Conversation: conv.ID, Agent: p.self, From: p.self, To: to, Name: name,
-			Hops: conv.Hops, Path: conv.Path, Version: conv.Version, Reason: err.Error()})
+			Hops: conv.Hops, Path: conv.Path, Version: conv.Version, Err: err})
 	}
 	return to, err
 }
@@ -679,26 +680,26 @@ func (p *Policy) resolve(conv Conversation, target Target) (string, error) {
 		return target.Agent, nil
 	case KindBack:
 		if len(conv.Path) == 0 {
-			return "", errors.New("no agent handed this conversation over since the user's last message: there is nobody to go back to")
+			return "", fmt.Errorf("%w: no agent handed this conversation over since the user's last message: there is nobody to go back to", ErrNoTarget)
 		}
 		return conv.Path[len(conv.Path)-1], nil
 	}
-	return "", fmt.Errorf("a %s target hands nothing over", target.Kind)
+	return "", fmt.Errorf("%w: a %s target hands nothing over", ErrNoTarget, target.Kind)
 }
 
 // limits refuses a handoff to the agent to that would exceed the hop
 // budget or continue a ping-pong.
 func (p *Policy) limits(conv Conversation, to string) error {
 	if to == p.self {
-		return fmt.Errorf("%s holds this conversation already", p.self)
+		return fmt.Errorf("%w: %s holds this conversation already", ErrNotHolder, p.self)
 	}
 	if conv.Hops >= p.cfg.maxHops {
 		s := "s"
 		if conv.Hops == 1 {
 			s = ""
 		}
-		return fmt.Errorf("loop_limit: %d handoff%s since the user's last message (%s); answer the user instead",
-			conv.Hops, s, strings.Join(append(slices.Clone(conv.Path), p.self), "→"))
+		return fmt.Errorf("%w: %d handoff%s since the user's last message (%s); answer the user instead",
+			ErrLoopLimit, conv.Hops, s, strings.Join(append(slices.Clone(conv.Path), p.self), "→"))
 	}
 	if nodes := append(slices.Clone(conv.Path), p.self); len(nodes) > PingPong {
 		last := nodes[len(nodes)-PingPong-1:]
@@ -710,8 +711,8 @@ func (p *Policy) limits(conv Conversation, to string) error {
 			}
 		}
 		if pingPong {
-			return fmt.Errorf("loop_limit: %s and %s handed this conversation back and forth %d times since the user's last message; answer the user instead",
-				p.self, to, PingPong)
+			return fmt.Errorf("%w: %s and %s handed this conversation back and forth %d times since the user's last message; answer the user instead",
+				ErrLoopLimit, p.self, to, PingPong)
 		}
 	}
 	return nil
@@ -733,7 +734,7 @@ func (p *Policy) handoff(ctx context.Context, t *openai.Turn, h hand) {
 			c.User = t.Partner
 		}
 		if c.Active != p.self {
-			return store.Changes{}, fmt.Errorf("%s does not hold conversation %q any more: %s does", p.self, t.Conversation, c.Active)
+			return store.Changes{}, fmt.Errorf("%w: %s does not hold conversation %q any more: %s does", ErrNotHolder, p.self, t.Conversation, c.Active)
 		}
 		if err := p.limits(*c, h.to); err != nil {
 			return store.Changes{}, err
@@ -763,13 +764,13 @@ func (p *Policy) handoff(ctx context.Context, t *openai.Turn, h hand) {
 			return store.Changes{}, err
 		}
 		return store.Changes{
-			Put:  []store.Doc{{Kind: KindLog, ID: id, Parent: openai.ConversationKey(t.Owner, t.Conversation), Session: t.Conversation, User: t.Owner, Body: entry}},
+			Put:  []store.Doc{{Kind: kindLog, ID: id, Parent: openai.ConversationKey(t.Owner, t.Conversation), Session: t.Conversation, User: t.Owner, Body: entry}},
 			Send: []store.Outgoing{out},
 		}, nil
 	})
 	if err != nil {
 		p.ev.emit(ctx, Event{Kind: EventRefused, Conversation: t.Conversation, Agent: p.self, From: p.self, To: h.to, Name: h.name,
-			Hops: conv.Hops, Path: conv.Path, Version: conv.Version, Reason: err.Error()})
+			Hops: conv.Hops, Path: conv.Path, Version: conv.Version, Err: err})
 		p.tell(ctx, t, fmt.Sprintf("Sorry, I could not hand this conversation to %s: %v", h.to, err), false)
 		return
 	}

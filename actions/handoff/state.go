@@ -12,12 +12,14 @@ import (
 	"github.com/seed72275b23/agency-go/actions/store"
 )
 
-// The kinds of the documents this package keeps in a store.
+// The kinds of the documents this package keeps in a store (store.Doc's
+// Kind): the conversation documents are read through LoadConversation,
+// Holder and Log, the histories through Memory.
 const (
-	KindConversation = "handoff.conversation" // one per conversation: Conversation
-	KindLog          = "handoff.log"          // one per handoff made, Parent the conversation: LogEntry
-	KindDispatch     = "handoff.dispatch"     // a dispatcher's table for one agent and conversation
-	KindMemory       = "handoff.memory"       // an LLM agent's history of one conversation (Memory)
+	kindConversation = "handoff.conversation" // one per conversation: Conversation
+	kindLog          = "handoff.log"          // one per handoff made, Parent the conversation's key: LogEntry
+	kindDispatch     = "handoff.dispatch"     // a dispatcher's table for one agent and conversation
+	kindMemory       = "handoff.memory"       // an LLM agent's history of one conversation (Memory)
 )
 
 // The statuses of a Conversation.
@@ -80,7 +82,7 @@ func Holder(ctx context.Context, st store.Store, owner, conversation string) (st
 // Log returns the handoffs made in owner's conversation, oldest first, as
 // recorded in st by the agents that made them.
 func Log(ctx context.Context, st store.Store, owner, conversation string) ([]LogEntry, error) {
-	docs, err := st.List(ctx, store.Query{Kind: KindLog, Parent: openai.ConversationKey(owner, conversation)})
+	docs, err := st.List(ctx, store.Query{Kind: kindLog, Parent: openai.ConversationKey(owner, conversation)})
 	if err != nil {
 		return nil, err
 	}
@@ -97,7 +99,7 @@ func Log(ctx context.Context, st store.Store, owner, conversation string) ([]Log
 }
 
 func loadConv(ctx context.Context, st store.Store, owner, id string) (Conversation, store.Doc, error) {
-	d, err := st.Get(ctx, KindConversation, openai.ConversationKey(owner, id))
+	d, err := st.Get(ctx, kindConversation, openai.ConversationKey(owner, id))
 	if err != nil {
 		return Conversation{ID: id, Owner: owner}, d, err
 	}
@@ -137,7 +139,7 @@ func updateConv(ctx context.Context, st store.Store, owner, id string, f func(c 
 			return c, err
 		}
 		c.ID, c.Owner = id, owner
-		doc := store.Doc{Kind: KindConversation, ID: openai.ConversationKey(owner, id), Session: id, User: owner, Body: body}
+		doc := store.Doc{Kind: kindConversation, ID: openai.ConversationKey(owner, id), Session: id, User: owner, Body: body}
 		if exists {
 			doc.Version = d.Version
 		}

@@ -254,7 +254,7 @@ func TestSwarmAfterWork(t *testing.T) {
 	if res.Status != RunTerminated || res.Last != "agent_4" {
 		t.Errorf("Run: %s, last %s", res.Status, res.Last)
 	}
-	if aw := w.events.of(EventAfterWork); len(aw) != 2 || aw[0].To != "agent_4" || aw[1].Name != KindTerminate {
+	if aw := w.events.of(EventAfterWork); len(aw) != 2 || aw[0].To != "agent_4" || aw[1].Name != string(KindTerminate) {
 		t.Errorf("after-work events: %+v", aw)
 	}
 	if n := len(user.Asked()); n != 0 {
@@ -368,7 +368,7 @@ func TestSwarmConditionErrors(t *testing.T) {
 		t.Errorf("agent_1's model got %d requests", n)
 	}
 	ce := w.events.of(EventConditionError)
-	if len(ce) == 0 || !strings.Contains(ce[0].Reason, `no variable "budget_remaining"`) || ce[0].Name != agent1Cond {
+	if len(ce) == 0 || !strings.Contains(ce[0].Err.Error(), `no variable "budget_remaining"`) || ce[0].Name != agent1Cond {
 		t.Errorf("condition errors %+v", ce)
 	}
 	if c := w.events.of(EventCondition); len(c) != 0 {

@@ -154,7 +154,7 @@ func (t *Team) Agent(id, prompt string, rules ...Rule) (*openai.Agent, error) {
 		opts = append(opts, Env(t.Env))
 	}
 	if t.History != nil {
-		opts = append(opts, History(t.History))
+		opts = append(opts, FilterHistory(t.History))
 	}
 	opts = append(opts, t.Options...)
 	p, err := NewPolicy(id, rules, opts...)

@@ -80,7 +80,7 @@ func New(id string, opts ...Option) (*Agent, error) {
 		}
 	}
 	if c.memory != nil && c.history != 0 {
-		return nil, invalid("History bounds the default memory; it cannot be given with WithMemory")
+		return nil, invalidf("History bounds the default memory; it cannot be given with WithMemory")
 	}
 	key := optOrEnv(c.apiKey, "OPENAI_API_KEY")
 	baseURL := optOrEnv(c.baseURL, "OPENAI_BASE_URL")

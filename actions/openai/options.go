@@ -61,13 +61,13 @@ type config struct {
 	relays                           []string
 }
 
-func invalid(format string, args ...any) error {
+func invalidf(format string, args ...any) error {
 	return fmt.Errorf("%w: openai: "+format, append([]any{agency.ErrInvalidOption}, args...)...)
 }
 
 func setOnce(p **string, name, v string) error {
 	if *p != nil {
-		return invalid("%s given twice", name)
+		return invalidf("%s given twice", name)
 	}
 	*p = &v
 	return nil
@@ -77,7 +77,7 @@ func setOnce(p **string, name, v string) error {
 func APIKey(key string) Option {
 	return func(c *config) error {
 		if key == "" {
-			return invalid("APIKey(\"\")")
+			return invalidf("APIKey(\"\")")
 		}
 		return setOnce(&c.apiKey, "APIKey", key)
 	}
@@ -98,7 +98,7 @@ func BaseURL(u string) Option {
 func checkBaseURL(u string) error {
 	p, err := url.Parse(u)
 	if err != nil || (p.Scheme != "http" && p.Scheme != "https") || p.Host == "" {
-		return invalid("base URL %q: want an absolute http or https URL such as http://localhost:11434/v1", u)
+		return invalidf("base URL %q: want an absolute http or https URL such as http://localhost:11434/v1", u)
 	}
 	return nil
 }
@@ -108,7 +108,7 @@ func checkBaseURL(u string) error {
 func Model(name string) Option {
 	return func(c *config) error {
 		if name == "" {
-			return invalid("Model(\"\")")
+			return invalidf("Model(\"\")")
 		}
 		return setOnce(&c.model, "Model", name)
 	}
@@ -130,10 +130,10 @@ func SystemPrompt(text string) Option {
 func MaxSteps(n int) Option {
 	return func(c *config) error {
 		if c.maxSteps != 0 {
-			return invalid("MaxSteps given twice")
+			return invalidf("MaxSteps given twice")
 		}
 		if n < 1 {
-			return invalid("MaxSteps(%d): at least 1", n)
+			return invalidf("MaxSteps(%d): at least 1", n)
 		}
 		c.maxSteps = n
 		return nil
@@ -146,10 +146,10 @@ func MaxSteps(n int) Option {
 func History(n int) Option {
 	return func(c *config) error {
 		if c.history != 0 {
-			return invalid("History given twice")
+			return invalidf("History given twice")
 		}
 		if n < 1 {
-			return invalid("History(%d): at least 1", n)
+			return invalidf("History(%d): at least 1", n)
 		}
 		c.history = n
 		return nil
@@ -162,10 +162,10 @@ func History(n int) Option {
 func WithMemory(m Memory) Option {
 	return func(c *config) error {
 		if c.memory != nil {
-			return invalid("WithMemory given twice")
+			return invalidf("WithMemory given twice")
 		}
 		if m == nil {
-			return invalid("WithMemory(nil)")
+			return invalidf("WithMemory(nil)")
 		}
 		c.memory = m
 		return nil
@@ -179,10 +179,10 @@ func WithMemory(m Memory) Option {
 func Concurrency(n int) Option {
 	return func(c *config) error {
 		if c.concurrency != 0 {
-			return invalid("Concurrency given twice")
+			return invalidf("Concurrency given twice")
 		}
 		if n < 1 {
-			return invalid("Concurrency(%d): at least 1", n)
+			return invalidf("Concurrency(%d): at least 1", n)
 		}
 		c.concurrency = n
 		return nil
@@ -197,10 +197,10 @@ func Concurrency(n int) Option {
 func Retries(n int, backoff time.Duration) Option {
 	return func(c *config) error {
 		if c.retriesSet {
-			return invalid("Retries given twice")
+			return invalidf("Retries given twice")
 		}
 		if n < 0 || backoff < 0 || (n > 0 && backoff == 0) {
-			return invalid("Retries(%d, %v): want n >= 0 and a positive backoff", n, backoff)
+			return invalidf("Retries(%d, %v): want n >= 0 and a positive backoff", n, backoff)
 		}
 		c.retriesSet, c.retries, c.backoff = true, n, backoff
 		return nil
@@ -212,10 +212,10 @@ func Retries(n int, backoff time.Duration) Option {
 func RequestTimeout(d time.Duration) Option {
 	return func(c *config) error {
 		if c.requestTimeout != 0 {
-			return invalid("RequestTimeout given twice")
+			return invalidf("RequestTimeout given twice")
 		}
 		if d <= 0 {
-			return invalid("RequestTimeout(%v): must be positive", d)
+			return invalidf("RequestTimeout(%v): must be positive", d)
 		}
 		c.requestTimeout = d
 		return nil
@@ -228,10 +228,10 @@ func RequestTimeout(d time.Duration) Option {
 func CallTimeout(d time.Duration) Option {
 	return func(c *config) error {
 		if c.callTimeout != 0 {
-			return invalid("CallTimeout given twice")
+			return invalidf("CallTimeout given twice")
 		}
 		if d <= 0 {
-			return invalid("CallTimeout(%v): must be positive", d)
+			return invalidf("CallTimeout(%v): must be positive", d)
 		}
 		c.callTimeout = d
 		return nil
@@ -254,10 +254,10 @@ func CallTimeout(d time.Duration) Option {
 func Rediscover(every, settle time.Duration) Option {
 	return func(c *config) error {
 		if c.rediscoverSet {
-			return invalid("Rediscover given twice")
+			return invalidf("Rediscover given twice")
 		}
 		if every < 0 || settle <= 0 {
-			return invalid("Rediscover(%v, %v): want every >= 0 and a positive settle", every, settle)
+			return invalidf("Rediscover(%v, %v): want every >= 0 and a positive settle", every, settle)
 		}
 		c.rediscoverSet, c.rediscover, c.settle = true, every, settle
 		return nil
@@ -304,10 +304,10 @@ func Deny(agent string, actions ...string) Option {
 func Temperature(t float64) Option {
 	return func(c *config) error {
 		if c.temperatureSet {
-			return invalid("Temperature given twice")
+			return invalidf("Temperature given twice")
 		}
 		if t < 0 || t > 2 || math.IsNaN(t) {
-			return invalid("Temperature(%v): want 0 to 2", t)
+			return invalidf("Temperature(%v): want 0 to 2", t)
 		}
 		c.temperatureSet, c.params.Temperature = true, &t
 		return nil
@@ -318,10 +318,10 @@ func Temperature(t float64) Option {
 func TopP(p float64) Option {
 	return func(c *config) error {
 		if c.topPSet {
-			return invalid("TopP given twice")
+			return invalidf("TopP given twice")
 		}
 		if !(p > 0 && p <= 1) {
-			return invalid("TopP(%v): want more than 0 and at most 1", p)
+			return invalidf("TopP(%v): want more than 0 and at most 1", p)
 		}
 		c.topPSet, c.params.TopP = true, &p
 		return nil
@@ -333,10 +333,10 @@ func TopP(p float64) Option {
 func MaxTokens(n int) Option {
 	return func(c *config) error {
 		if c.params.MaxTokens != 0 {
-			return invalid("MaxTokens given twice")
+			return invalidf("MaxTokens given twice")
 		}
 		if n < 1 {
-			return invalid("MaxTokens(%d): at least 1", n)
+			return invalidf("MaxTokens(%d): at least 1", n)
 		}
 		c.params.MaxTokens = n
 		return nil
@@ -347,7 +347,7 @@ func MaxTokens(n int) Option {
 func Seed(n int) Option {
 	return func(c *config) error {
 		if c.seedSet {
-			return invalid("Seed given twice")
+			return invalidf("Seed given twice")
 		}
 		c.seedSet, c.params.Seed = true, &n
 		return nil
@@ -359,10 +359,10 @@ func Seed(n int) Option {
 func ToolChoice(choice string) Option {
 	return func(c *config) error {
 		if c.params.ToolChoice != "" {
-			return invalid("ToolChoice given twice")
+			return invalidf("ToolChoice given twice")
 		}
 		if choice == "" {
-			return invalid("ToolChoice(\"\")")
+			return invalidf("ToolChoice(\"\")")
 		}
 		c.params.ToolChoice = choice
 		return nil
@@ -374,7 +374,7 @@ func ToolChoice(choice string) Option {
 func ParallelToolCalls(on bool) Option {
 	return func(c *config) error {
 		if c.params.ParallelToolCalls != nil {
-			return invalid("ParallelToolCalls given twice")
+			return invalidf("ParallelToolCalls given twice")
 		}
 		c.params.ParallelToolCalls = &on
 		return nil
@@ -386,10 +386,10 @@ func ParallelToolCalls(on bool) Option {
 func Format(f ResponseFormat) Option {
 	return func(c *config) error {
 		if c.params.ResponseFormat != nil {
-			return invalid("Format given twice")
+			return invalidf("Format given twice")
 		}
 		if f.Schema != nil && (f.Name == "" || !isObject(f.Schema)) {
-			return invalid("Format: a schema needs a name and must be a JSON object")
+			return invalidf("Format: a schema needs a name and must be a JSON object")
 		}
 		if f.Schema != nil {
 			f.Schema = append(json.RawMessage(nil), f.Schema...)
@@ -407,10 +407,10 @@ func Format(f ResponseFormat) Option {
 func Stream(f func(ctx context.Context, c Chunk)) Option {
 	return func(c *config) error {
 		if c.stream != nil {
-			return invalid("Stream given twice")
+			return invalidf("Stream given twice")
 		}
 		if f == nil {
-			return invalid("Stream(nil)")
+			return invalidf("Stream(nil)")
 		}
 		c.stream = f
 		return nil
@@ -423,10 +423,10 @@ func Stream(f func(ctx context.Context, c Chunk)) Option {
 func OnUsage(f func(ctx context.Context, owner, conversation string, turn, sum Usage)) Option {
 	return func(c *config) error {
 		if c.onUsage != nil {
-			return invalid("OnUsage given twice")
+			return invalidf("OnUsage given twice")
 		}
 		if f == nil {
-			return invalid("OnUsage(nil)")
+			return invalidf("OnUsage(nil)")
 		}
 		c.onUsage = f
 		return nil
@@ -442,14 +442,14 @@ func OnUsage(f func(ctx context.Context, owner, conversation string, turn, sum U
 func Relays(ids ...string) Option {
 	return func(c *config) error {
 		if c.relays != nil {
-			return invalid("Relays given twice")
+			return invalidf("Relays given twice")
 		}
 		if len(ids) == 0 {
-			return invalid("Relays(): name at least one agent")
+			return invalidf("Relays(): name at least one agent")
 		}
 		for _, id := range ids {
 			if err := agency.ValidateID(id); err != nil {
-				return invalid("Relays: %v", err)
+				return invalidf("Relays: %v", err)
 			}
 		}
 		c.relays = slices.Clone(ids)
@@ -462,7 +462,7 @@ func Relays(ids ...string) Option {
 func Extend(x Extension) Option {
 	return func(c *config) error {
 		if x.Before == nil && x.Call == nil && x.Result == nil && x.Answer == nil && x.Added == nil && x.Removing == nil {
-			return invalid("Extend: the extension sets no hook")
+			return invalidf("Extend: the extension sets no hook")
 		}
 		c.exts = append(c.exts, x)
 		return nil
@@ -474,10 +474,10 @@ func Extend(x Extension) Option {
 func HTTPClient(hc *http.Client) Option {
 	return func(c *config) error {
 		if c.httpClient != nil {
-			return invalid("HTTPClient given twice")
+			return invalidf("HTTPClient given twice")
 		}
 		if hc == nil {
-			return invalid("HTTPClient(nil)")
+			return invalidf("HTTPClient(nil)")
 		}
 		c.httpClient = hc
 		return nil
@@ -490,10 +490,10 @@ func HTTPClient(hc *http.Client) Option {
 func Logger(l *slog.Logger) Option {
 	return func(c *config) error {
 		if c.logger != nil {
-			return invalid("Logger given twice")
+			return invalidf("Logger given twice")
 		}
 		if l == nil {
-			return invalid("Logger(nil)")
+			return invalidf("Logger(nil)")
 		}
 		c.logger = l
 		return nil
