@@ -21,8 +21,7 @@ func TestHandoffToAbsentAgent(t *testing.T) {
 	defer cancel()
 	srv := openaitest.NewServer(t, calls1("Lookup__find", "{}"))
 	rec := newRecorder()
-	team := &Team{Store: nil, Observer: rec, LLM: llmOptions(srv)}
-	team.Options = []Option{AbsentWait(200 * time.Millisecond)}
+	team := &Team{LLM: llmOptions(srv), Options: []Option{Observe(rec), AbsentWait(200 * time.Millisecond)}}
 	triage, err := team.Agent("Triage", "You route.")
 	if err != nil {
 		t.Fatal(err)

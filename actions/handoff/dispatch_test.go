@@ -53,7 +53,7 @@ func newDispatch(t *testing.T, st store.Store) *dispatch {
 
 func (d *dispatch) build() {
 	t := d.t
-	d.team = &Team{UserID: "User", Store: d.st, MaxHops: 12, Observer: d.events, AgentLLM: map[string][]openai.Option{
+	d.team = &Team{UserID: "User", Options: []Option{WithStore(d.st), MaxHops(12), Observe(d.events)}, AgentLLM: map[string][]openai.Option{
 		"planning_agent": append(llmOptions(d.pSrv), openai.MaxSteps(12)), "workbench_search_agent": llmOptions(d.wSrv), "coordinator_agent": llmOptions(d.cSrv),
 	}}
 	authorized := d.authorized
@@ -397,13 +397,13 @@ func TestDispatcherMethods(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !slices.Equal(d.Authorized(), []string{"a", "b"}) {
-		t.Errorf("authorized %v", d.Authorized())
+	if !slices.Equal(d.authorizedIDs(), []string{"a", "b"}) {
+		t.Errorf("authorized %v", d.authorizedIDs())
 	}
-	if err := d.Create(Handoff{Name: "to_c", Target: "c", Description: "C."}); !errors.Is(err, ErrUnauthorized) {
+	if err := d.Add(Handoff{Name: "to_c", Target: "c", Description: "C."}, true); !errors.Is(err, ErrUnauthorized) {
 		t.Errorf("unauthorized: %v", err)
 	}
-	if err := d.Create(Handoff{Name: "to_a", Target: "a", Description: "A."}); !errors.Is(err, ErrExists) {
+	if err := d.Add(Handoff{Name: "to_a", Target: "a", Description: "A."}, true); !errors.Is(err, ErrExists) {
 		t.Errorf("exists: %v", err)
 	}
 	if err := d.Add(Handoff{Name: "to_b", Target: "b", Description: "B."}, false); err != nil {
@@ -424,9 +424,13 @@ func TestDispatcherMethods(t *testing.T) {
 	if err := d.Add(Handoff{Name: "x y", Target: "a", Description: "X."}, true); !errors.Is(err, ErrInvalid) {
 		t.Errorf("bad name: %v", err)
 	}
-	d.DeleteAll()
+	for _, h := range d.Enabled() {
+		if err := d.Delete(h.Name); err != nil {
+			t.Fatal(err)
+		}
+	}
 	if len(d.Enabled()) != 0 {
-		t.Errorf("after DeleteAll: %v", d.Enabled())
+		t.Errorf("after deleting each: %v", d.Enabled())
 	}
 	if _, err := NewDispatcher(nil); err == nil {
 		t.Error("a dispatcher with nobody authorized")

@@ -196,8 +196,12 @@ func newSupport(t *testing.T, st store.Store, maxHops int) *support {
 func (s *support) build(start string) {
 	t := s.t
 	t.Helper()
+	opts := []Option{WithStore(s.st), DefaultAfterWork(RevertToUser()), Observe(s.events)}
+	if s.maxHops != 0 {
+		opts = append(opts, MaxHops(s.maxHops))
+	}
 	s.team = &Team{
-		UserID: "User", Store: s.st, AfterWork: RevertToUser(), MaxHops: s.maxHops, Observer: s.events, Members: s.members,
+		UserID: "User", Options: opts, Members: s.members,
 		AgentLLM: map[string][]openai.Option{
 			"Triage": llmOptions(s.triageSrv), "Refunds": llmOptions(s.refundSrv), "Sales": llmOptions(s.salesSrv),
 		},

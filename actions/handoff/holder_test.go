@@ -120,7 +120,7 @@ func TestRefusedHandoffGoesBack(t *testing.T) {
 	defer cancel()
 	srv := openaitest.NewServer(t)
 	events := newRecorder()
-	team := &Team{UserID: "User", Observer: events, LLM: llmOptions(srv), Members: []string{"Outsider"}}
+	team := &Team{UserID: "User", Options: []Option{Observe(events)}, LLM: llmOptions(srv), Members: []string{"Outsider"}}
 	a1, err := team.Agent("agent_1", "You route customers.", OnContext(To("Outsider"), "vip"))
 	if err != nil {
 		t.Fatal(err)
@@ -157,7 +157,7 @@ func TestRefusedHandoffGoesBack(t *testing.T) {
 	if e := back[0]; e.Agent != "agent_1" || e.To != "Outsider" || e.Hops != 0 || len(e.Path) != 0 || !strings.Contains(e.Err.Error(), "permission_denied") || !errors.Is(e.Err, ErrRefused) || !errors.Is(e.Err, agency.ErrPermissionDenied) {
 		t.Errorf("the event: %+v", e)
 	}
-	c, err := LoadConversation(ctx, team.Store, "User", "c1")
+	c, err := LoadConversation(ctx, team.Store(), "User", "c1")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -177,7 +177,7 @@ func TestRefusedHandoffGoesBack(t *testing.T) {
 	// went on, and stays where it is.
 	p := team.policies["agent_1"]
 	p.giveBack(ctx, "Outsider", Transfer{Conversation: "c1", User: "User", Version: back[0].Version - 1}, errors.New("refused again"))
-	if c2, _ := LoadConversation(ctx, team.Store, "User", "c1"); c2.Version != c.Version || c2.Active != "agent_1" {
+	if c2, _ := LoadConversation(ctx, team.Store(), "User", "c1"); c2.Version != c.Version || c2.Active != "agent_1" {
 		t.Errorf("a second refusal changed the store: %+v", c2)
 	}
 	if r := events.of(EventRefused); len(r) == 0 || !strings.Contains(r[len(r)-1].Err.Error(), "went on meanwhile") {

@@ -11,16 +11,16 @@ import (
 	"github.com/seed72275b23/agency-go/actions/store"
 )
 
-// MemoryMessages is how many messages of a conversation Memory keeps for
+// memoryMessages is how many messages of a conversation Memory keeps for
 // an agent; older ones are dropped first.
-const MemoryMessages = 200
+const memoryMessages = 200
 
 // Memory returns an openai.Memory that keeps the conversations of the LLM
 // agent with the given id in st (one document of kind kindMemory per
 // conversation), so that the agent built again after a restart, on the
 // same store, continues where it stopped. The agent names each
 // conversation to it by its openai.ConversationKey, so that the histories
-// of two owners who name the same conversation id are two documents. It keeps the last MemoryMessages
+// of two owners who name the same conversation id are two documents. It keeps the last 200
 // messages of each conversation, never a tool result without its call.
 // Team gives it to every LLM agent it makes.
 func Memory(st store.Store, agent string) openai.Memory {
@@ -86,7 +86,7 @@ func (m *memory) changed(ctx context.Context, conversation string, f func([]open
 	if err != nil {
 		return store.Doc{}, err
 	}
-	body, err := json.Marshal(trim(f(h), MemoryMessages))
+	body, err := json.Marshal(trim(f(h), memoryMessages))
 	if err != nil {
 		return store.Doc{}, err
 	}

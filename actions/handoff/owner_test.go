@@ -54,7 +54,7 @@ func TestConversationBelongsToItsUser(t *testing.T) {
 	var team *Team
 	var user *human.User
 	build := func() *space.Local {
-		team = &Team{UserID: "User", Store: openSQLite(t, ctx, path), AgentLLM: map[string][]openai.Option{
+		team = &Team{UserID: "User", Options: []Option{WithStore(openSQLite(t, ctx, path))}, AgentLLM: map[string][]openai.Option{
 			"Triage": llmOptions(triageSrv), "Refunds": llmOptions(refundSrv)}}
 		triage, err := team.Agent("Triage", "triage", OnLLM(To("Refunds"), "Use for refunds.", Name("transfer_to_refunds")))
 		if err != nil {

@@ -24,10 +24,10 @@ const (
 	// DefaultMaxHops is how many handoffs a conversation may make between
 	// two messages of the user.
 	DefaultMaxHops = 8
-	// PingPong is how many handoffs back and forth between the same two
+	// pingPongs is how many handoffs back and forth between the same two
 	// agents, since the user's last message, stop the next one between
 	// them.
-	PingPong = 4
+	pingPongs = 4
 	// DefaultAbsentWait is how long a committed handoff waits for its
 	// receiver to be in the space before it goes back to its maker.
 	DefaultAbsentWait = 15 * time.Second
@@ -64,7 +64,7 @@ const (
 //
 // Loops are bounded: a handoff that would exceed MaxHops since the user's
 // last message, or make the fifth back-and-forth between the same two
-// agents (PingPong), is refused with an error the model reads
+// agents (the fifth back-and-forth), is refused with an error the model reads
 // ("loop_limit: …; answer the user instead"; errors.Is finds
 // ErrLoopLimit). Every transition is an
 // Event for the Observer and a line for the Logger.
@@ -99,12 +99,12 @@ type Policy struct {
 type transferRule struct {
 	name, description, message string
 	to                         Target
-	avail                      *Cond
+	avail                      *condition
 }
 
 type contextRule struct {
 	to          Target
-	cond, avail *Cond
+	cond, avail *condition
 	message     string
 }
 
@@ -265,12 +265,22 @@ func NewPolicy(self string, rules []Rule, opts ...Option) (*Policy, error) {
 	if err := agency.ValidateID(self); err != nil {
 		return nil, fmt.Errorf("handoff: NewPolicy: %w", err)
 	}
-	p := &Policy{self: self, managed: -1, static: map[string]bool{}}
+	var c config
 	for _, o := range opts {
-		if err := o(&p.cfg); err != nil {
+		if err := o(&c); err != nil {
 			return nil, err
 		}
 	}
+	return newPolicy(self, rules, c)
+}
+
+// newPolicy makes the Policy of self with the options already applied to
+// c.
+func newPolicy(self string, rules []Rule, c config) (*Policy, error) {
+	if err := agency.ValidateID(self); err != nil {
+		return nil, fmt.Errorf("handoff: NewPolicy: %w", err)
+	}
+	p := &Policy{self: self, managed: -1, static: map[string]bool{}, cfg: c}
 	if p.cfg.store == nil {
 		p.cfg.store = store.NewMemory()
 	}
@@ -295,7 +305,7 @@ func NewPolicy(self string, rules []Rule, opts ...Option) (*Policy, error) {
 	return p, nil
 }
 
-func (p *Policy) compile(src string) (*Cond, error) {
+func (p *Policy) compile(src string) (*condition, error) {
 	if src == "" {
 		return nil, nil
 	}
@@ -415,9 +425,6 @@ func (p *Policy) staticTargets() []string {
 	add(p.cfg.afterWork)
 	return out
 }
-
-// Store returns the store the Policy keeps its conversations in.
-func (p *Policy) Store() store.Store { return p.cfg.store }
 
 // Extension returns the extension to give the agent's openai.New (with
 // openai.Extend). The agent should also be given openai.Deny("*",
@@ -559,11 +566,11 @@ func (p *Policy) begin(ctx context.Context, t *openai.Turn) (Conversation, error
 
 // holds evaluates a rule's condition; nil holds. An evaluation error is a
 // condition_error event, and the condition does not hold.
-func (p *Policy) holds(ctx context.Context, c *Cond, conv Conversation) bool {
+func (p *Policy) holds(ctx context.Context, c *condition, conv Conversation) bool {
 	if c == nil {
 		return true
 	}
-	ok, err := c.Eval(conv.Vars)
+	ok, err := c.eval(conv.Vars)
 	if err != nil {
 		p.ev.emit(ctx, Event{Kind: EventConditionError, Conversation: conv.ID, Agent: p.self, Name: c.String(), Version: conv.Version, Err: err})
 		return false
@@ -701,8 +708,8 @@ func (p *Policy) limits(conv Conversation, to string) error {
 		return fmt.Errorf("%w: %d handoff%s since the user's last message (%s); answer the user instead",
 			ErrLoopLimit, conv.Hops, s, strings.Join(append(slices.Clone(conv.Path), p.self), "→"))
 	}
-	if nodes := append(slices.Clone(conv.Path), p.self); len(nodes) > PingPong {
-		last := nodes[len(nodes)-PingPong-1:]
+	if nodes := append(slices.Clone(conv.Path), p.self); len(nodes) > pingPongs {
+		last := nodes[len(nodes)-pingPongs-1:]
 		a, b := last[0], last[1]
 		pingPong := a != b && (to == a || to == b)
 		for i, n := range last {
@@ -712,7 +719,7 @@ func (p *Policy) limits(conv Conversation, to string) error {
 		}
 		if pingPong {
 			return fmt.Errorf("%w: %s and %s handed this conversation back and forth %d times since the user's last message; answer the user instead",
-				ErrLoopLimit, p.self, to, PingPong)
+				ErrLoopLimit, p.self, to, pingPongs)
 		}
 	}
 	return nil
@@ -804,7 +811,7 @@ func replyTo(ctx context.Context, t *openai.Turn) string {
 func (p *Policy) tell(ctx context.Context, t *openai.Turn, text string, final bool) {
 	meta := map[string]any{metaConversation: t.Conversation}
 	if final {
-		meta[MetaFinal] = true
+		meta[metaFinal] = true
 		p.terminate(ctx, t)
 	}
 	if _, err := t.Agent().SendMessage(ctx, &agency.Message{To: t.Partner, Action: "say", Args: openai.SayArgs{Content: text}, Meta: meta}); err != nil {
@@ -956,7 +963,7 @@ func (p *Policy) answer(ctx context.Context, t *openai.Turn, a *openai.Answer) e
 		if a.Meta == nil {
 			a.Meta = map[string]any{}
 		}
-		a.Meta[MetaFinal] = true
+		a.Meta[metaFinal] = true
 		p.terminate(ctx, t)
 	default:
 		conv, err := p.begin(ctx, t)
@@ -970,7 +977,7 @@ func (p *Policy) answer(ctx context.Context, t *openai.Turn, a *openai.Answer) e
 		if a.Meta == nil {
 			a.Meta = map[string]any{}
 		}
-		a.Meta[MetaHandedTo] = to
+		a.Meta[metaHandedTo] = to
 		ev.From, ev.To = p.self, to
 		h := hand{to: to, name: "after_work", message: orDefault("", to)}
 		t.End(func(ctx context.Context, t *openai.Turn) { p.handoff(ctx, t, h) })

@@ -23,12 +23,12 @@ const (
 	MetaVars = "context_vars"
 	// MetaVersion holds the version of the conversation they belong to.
 	MetaVersion = "context_version"
-	// MetaHandedTo marks an answer after which the conversation goes on
+	// metaHandedTo marks an answer after which the conversation goes on
 	// with another agent (an after-work handoff): it holds that agent's id,
 	// and the next answer comes from there.
-	MetaHandedTo = "handed_to"
-	// MetaFinal marks the last answer of a conversation.
-	MetaFinal        = "final"
+	metaHandedTo = "handed_to"
+	// metaFinal marks the last answer of a conversation.
+	metaFinal        = "final"
 	metaConversation = "conversation"
 )
 
