@@ -58,7 +58,7 @@ func run(team *handoff.Team, start handoff.Start, agents ...*agency.Agent) {
 func Example_transfer() {
 	srv := openaitest.Serve(
 		openaitest.Step{ToolCalls: []openaitest.ToolCall{{Name: "transfer_to_refunds", Arguments: "{}"}}}, // Triage
-		openaitest.Step{Text: "Sorry to hear that. Which item?"},                                         // Refunds
+		openaitest.Step{Text: "Sorry to hear that. Which item?"},                                          // Refunds
 	)
 	defer srv.Close()
 	team := &handoff.Team{LLM: model(srv), Options: []handoff.Option{handoff.Observe(printEvents)}}
@@ -86,7 +86,7 @@ func Example_dispatch() {
 		openaitest.Step{ToolCalls: []openaitest.ToolCall{{Name: "create_handoff", // the planner
 			Arguments: `{"name":"ask_search","target":"Search","description":"Finds the tools a task needs.","message":"Which tools list a scene's nodes?"}`}}},
 		openaitest.Step{ToolCalls: []openaitest.ToolCall{{Name: "ask_search", Arguments: "{}"}}}, // the planner, with the new tool
-		openaitest.Step{Text: "list_gltfs, then get_scene_nodes."},                                 // Search
+		openaitest.Step{Text: "list_gltfs, then get_scene_nodes."},                               // Search
 	)
 	defer srv.Close()
 	team := &handoff.Team{LLM: model(srv), Options: []handoff.Option{handoff.Observe(printEvents)}}
