@@ -10,6 +10,8 @@ import (
 	"github.com/seed72275b23/agency-go/actions/openai"
 	"github.com/seed72275b23/agency-go/actions/openai/openaitest"
 	"github.com/seed72275b23/agency-go/agency"
+	"github.com/seed72275b23/agency-go/amqpspace"
+	"github.com/seed72275b23/agency-go/amqpspace/amqptest"
 	"github.com/seed72275b23/agency-go/space"
 )
 
@@ -32,6 +34,12 @@ func seen(first func(last string) (openaitest.Step, bool)) openaitest.Step {
 	}}
 }
 
+// aSpace is what the owner scenario needs of a space.
+type aSpace interface {
+	Add(ctx context.Context, a *agency.Agent) error
+	Close(ctx context.Context) error
+}
+
 // A conversation belongs to the user that started it, across a handoff
 // and a restart on a durable store: Bob, who names the user's
 // conversation id to its holder, to the agent that handed it over and to
@@ -39,8 +47,19 @@ func seen(first func(last string) (openaitest.Step, bool)) openaitest.Step {
 // the user's turns, the holder does not change, and the user's
 // conversation goes on as if he had never spoken.
 func TestConversationBelongsToItsUser(t *testing.T) {
+	belongs(t, func() aSpace { return space.NewLocal() }, func(s string) string { return s })
+}
+
+// The same on amqpspace: every message crosses RabbitMQ.
+func TestConversationBelongsToItsUserOnAMQP(t *testing.T) {
+	ex := amqptest.Exchange(t)
+	belongs(t, func() aSpace { return amqptest.NewSpace(t, amqpspace.Config{Exchange: ex}) }, amqptest.Name)
+}
+
+func belongs(t *testing.T, newSpace func() aSpace, name func(string) string) {
 	ctx, cancel := context.WithTimeout(context.Background(), safety)
 	defer cancel()
+	triageID, refundsID, userID, bobID := name("Triage"), name("Refunds"), name("User"), name("Bob")
 	path := filepath.Join(t.TempDir(), "owner.db")
 	triageSrv := openaitest.NewServer(t)
 	refundSrv := openaitest.NewServer(t)
@@ -53,14 +72,14 @@ func TestConversationBelongsToItsUser(t *testing.T) {
 	screen := human.NewScript()
 	var team *Team
 	var user *human.User
-	build := func() *space.Local {
-		team = &Team{UserID: "User", Options: []Option{WithStore(openSQLite(t, ctx, path))}, AgentLLM: map[string][]openai.Option{
-			"Triage": llmOptions(triageSrv), "Refunds": llmOptions(refundSrv)}}
-		triage, err := team.Agent("Triage", "triage", OnLLM(To("Refunds"), "Use for refunds.", Name("transfer_to_refunds")))
+	build := func() aSpace {
+		team = &Team{UserID: userID, Options: []Option{WithStore(openSQLite(t, ctx, path))}, AgentLLM: map[string][]openai.Option{
+			triageID: llmOptions(triageSrv), refundsID: llmOptions(refundSrv)}}
+		triage, err := team.Agent(triageID, "triage", OnLLM(To(refundsID), "Use for refunds.", Name("transfer_to_refunds")))
 		if err != nil {
 			t.Fatal(err)
 		}
-		refunds, err := team.Agent("Refunds", "refunds", OnLLM(To("Triage"), "Use for the rest."))
+		refunds, err := team.Agent(refundsID, "refunds", OnLLM(To(triageID), "Use for the rest."))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -69,13 +88,13 @@ func TestConversationBelongsToItsUser(t *testing.T) {
 			t.Fatal(err)
 		}
 		if start == "" {
-			start = "Triage"
+			start = triageID
 		}
-		user, err = human.NewUser("User", screen, human.StartWith(start), human.Conversation("c1"))
+		user, err = human.NewUser(userID, screen, human.StartWith(start), human.Conversation("c1"))
 		if err != nil {
 			t.Fatal(err)
 		}
-		sp := space.NewLocal()
+		sp := newSpace()
 		t.Cleanup(func() { _ = sp.Close(context.Background()) })
 		for _, a := range []*agency.Agent{triage.Agent(), refunds.Agent(), user.Agent()} {
 			if err := sp.Add(ctx, a); err != nil {
@@ -85,7 +104,7 @@ func TestConversationBelongsToItsUser(t *testing.T) {
 		return sp
 	}
 	sp := build()
-	bob := newListenerAgent("Bob")
+	bob := newListenerAgent(bobID)
 	if err := sp.Add(ctx, bob.Agent); err != nil {
 		t.Fatal(err)
 	}
@@ -102,23 +121,23 @@ func TestConversationBelongsToItsUser(t *testing.T) {
 	if err := user.Say(ctx, "I want a refund"); err != nil {
 		t.Fatal(err)
 	}
-	if h, _ := team.Holder(ctx, "c1"); h != "Refunds" {
+	if h, _ := team.Holder(ctx, "c1"); h != refundsID {
 		t.Fatalf("after the handoff the store names %q", h)
 	}
-	if got := bobSays("Refunds", "Bob to Refunds"); got != "Bob to Refunds" {
+	if got := bobSays(refundsID, "Bob to Refunds"); got != "Bob to Refunds" {
 		t.Errorf("Bob naming the user's conversation to its holder read %q", got)
 	}
-	if got := bobSays("Triage", "Bob to Triage"); got != "Bob to Triage" {
+	if got := bobSays(triageID, "Bob to Triage"); got != "Bob to Triage" {
 		t.Errorf("Bob naming the user's conversation to Triage read %q", got)
 	}
-	if h, _ := team.Holder(ctx, "c1"); h != "Refunds" {
+	if h, _ := team.Holder(ctx, "c1"); h != refundsID {
 		t.Errorf("Bob's says moved the user's conversation to %q", h)
 	}
-	if _, err := bob.RequestMessage(ctx, &agency.Message{To: "User", Action: "say", Args: openai.SayArgs{Content: "talk to me instead"},
+	if _, err := bob.RequestMessage(ctx, &agency.Message{To: userID, Action: "say", Args: openai.SayArgs{Content: "talk to me instead"},
 		Meta: map[string]any{"conversation": "c1"}}); err != nil {
 		t.Logf("Bob's say to the user: %v", err)
 	}
-	if h := user.Holder(); h != "Refunds" {
+	if h := user.Holder(); h != refundsID {
 		t.Errorf("Bob's say to the user agent made %q its holder", h)
 	}
 	if err := user.Say(ctx, "more"); err != nil {
@@ -136,10 +155,10 @@ func TestConversationBelongsToItsUser(t *testing.T) {
 	if err := sp.Add(ctx, bob.Agent); err != nil {
 		t.Fatal(err)
 	}
-	if got := bobSays("Refunds", "Bob again"); got != "Bob to Refunds | Bob again" {
+	if got := bobSays(refundsID, "Bob again"); got != "Bob to Refunds | Bob again" {
 		t.Errorf("after a restart Bob read %q", got)
 	}
-	if h, _ := team.Holder(ctx, "c1"); h != "Refunds" {
+	if h, _ := team.Holder(ctx, "c1"); h != refundsID {
 		t.Errorf("after a restart the store names %q", h)
 	}
 	for _, r := range append(refundSrv.Requests(), triageSrv.Requests()...) {
