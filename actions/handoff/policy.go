@@ -642,7 +642,7 @@ func (p *Policy) before(ctx context.Context, t *openai.Turn, r *openai.Request) 
 	if vars == nil {
 		vars = Vars{}
 	}
-	meta[MetaVars], meta[MetaVersion] = vars, conv.Version
+	meta[metaVars], meta[metaVersion] = vars, conv.Version
 	r.Meta = meta
 	return nil
 }

@@ -89,7 +89,7 @@ func newSwarm(t *testing.T, accounts bool) *swarm {
 				return Reply{}, err
 			}
 			w.seen = append(w.seen, a)
-			v, _ := agency.MessageFrom(ctx).Meta[MetaVersion].(int64)
+			v, _ := agency.MessageFrom(ctx).Meta[metaVersion].(int64)
 			w.versions = append(w.versions, float64(v))
 			if a.Attempts > 3 {
 				return Reply{Value: "too many attempts", Goto: Terminate()}, nil
