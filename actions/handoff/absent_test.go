@@ -9,6 +9,8 @@ import (
 
 	"github.com/seed72275b23/agency-go/actions/openai/openaitest"
 	"github.com/seed72275b23/agency-go/agency"
+	"github.com/seed72275b23/agency-go/amqpspace"
+	"github.com/seed72275b23/agency-go/amqpspace/amqptest"
 	"github.com/seed72275b23/agency-go/space"
 )
 
@@ -17,20 +19,30 @@ import (
 // the store names it the holder again, an event says why (no_recipient),
 // and the user is told, so Run returns instead of waiting for ever.
 func TestHandoffToAbsentAgent(t *testing.T) {
+	absent(t, func() aSpace { return space.NewLocal() }, func(s string) string { return s })
+}
+
+// The same on amqpspace, where the broker tells that nobody is there.
+func TestHandoffToAbsentAgentOnAMQP(t *testing.T) {
+	absent(t, func() aSpace { return amqptest.NewSpace(t, amqpspace.Config{}) }, amqptest.Name)
+}
+
+func absent(t *testing.T, newSpace func() aSpace, name func(string) string) {
 	ctx, cancel := context.WithTimeout(context.Background(), safety)
 	defer cancel()
-	srv := openaitest.NewServer(t, calls1("Lookup__find", "{}"))
+	triageID, lookupID, ghostID := name("Triage"), name("Lookup"), name("Ghost")
+	srv := openaitest.NewServer(t, calls1(lookupID+"__find", "{}"))
 	rec := newRecorder()
-	team := &Team{LLM: llmOptions(srv), Options: []Option{Observe(rec), AbsentWait(200 * time.Millisecond)}}
-	triage, err := team.Agent("Triage", "You route.")
+	team := &Team{UserID: name("User"), LLM: llmOptions(srv), Options: []Option{Observe(rec), AbsentWait(200 * time.Millisecond)}}
+	triage, err := team.Agent(triageID, "You route.")
 	if err != nil {
 		t.Fatal(err)
 	}
-	lookup := agency.MustNewAgent("Lookup")
+	lookup := agency.MustNewAgent(lookupID)
 	agency.Handle(lookup, "find", func(context.Context, struct{}) (Reply, error) {
-		return Reply{Value: "found it", Goto: To("Ghost")}, nil
+		return Reply{Value: "found it", Goto: To(ghostID)}, nil
 	}, agency.Describe("Finds the right agent"))
-	sp := space.NewLocal()
+	sp := newSpace()
 	defer sp.Close(context.Background())
 	for _, a := range []*agency.Agent{lookup, triage.Agent(), team.UserAgent()} {
 		if err := sp.Add(ctx, a); err != nil {
@@ -39,21 +51,21 @@ func TestHandoffToAbsentAgent(t *testing.T) {
 	}
 	runCtx, stop := context.WithTimeout(ctx, safety/2)
 	defer stop()
-	res, err := team.Run(runCtx, Start{Agent: "Triage", Message: "help", Conversation: "c1"})
+	res, err := team.Run(runCtx, Start{Agent: triageID, Message: "help", Conversation: "c1"})
 	if err != nil {
 		t.Fatalf("Run: %v", err)
 	}
-	if res.Last != "Triage" || len(res.History) == 0 {
+	if res.Last != triageID || len(res.History) == 0 {
 		t.Errorf("Run ended with %s, history %+v", res.Last, res.History)
 	}
-	if last := res.History[len(res.History)-1].Content; !strings.Contains(last, "Ghost") || !strings.Contains(last, "no_recipient") {
+	if last := res.History[len(res.History)-1].Content; !strings.Contains(last, ghostID) || !strings.Contains(last, "no_recipient") {
 		t.Errorf("the user was told %q", last)
 	}
-	if h, _ := team.Holder(ctx, "c1"); h != "Triage" {
+	if h, _ := team.Holder(ctx, "c1"); h != triageID {
 		t.Errorf("the store names %q the holder", h)
 	}
 	ev := rec.of(EventReturned)
-	if len(ev) != 1 || ev[0].To != "Ghost" || !errors.Is(ev[0].Err, ErrNoRecipient) {
+	if len(ev) != 1 || ev[0].To != ghostID || !errors.Is(ev[0].Err, ErrNoRecipient) {
 		t.Errorf("returned events %+v", ev)
 	}
 }
