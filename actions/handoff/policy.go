@@ -211,8 +211,19 @@ func Logger(l *slog.Logger) Option {
 }
 
 // Env compiles the Policy's conditions against the type of v, a struct
-// (Account{}), as CompileFor does: a misspelt variable or a type mistake
-// then fails NewPolicy. Without it conditions are untyped (see Compile).
+// (Account{}): every name must be a field (by its expr tag, else its Go
+// name) and every operation must fit the fields' types, so a misspelt
+// variable or a type mistake fails NewPolicy, with its position. The
+// variables are decoded into the struct (by its json tags) when a
+// condition is evaluated. Without Env conditions are untyped: variables
+// are looked up by name when a condition is evaluated, and one that is
+// missing then makes the rule not fire (a condition_error event).
+//
+//	type Account struct {
+//		LoggedIn bool `json:"logged_in" expr:"logged_in"`
+//		Attempts int  `json:"attempts" expr:"attempts"`
+//	}
+//	p, err := handoff.NewPolicy("Triage", rules, handoff.Env(Account{}))
 func Env(v any) Option {
 	return func(c *config) error {
 		t := reflect.TypeOf(v)
