@@ -86,3 +86,26 @@ func TestAgentConversationsByOwner(t *testing.T) {
 		t.Errorf("asked %+v", asked)
 	}
 }
+
+// Without StartWith, the first agent that speaks in the conversation holds
+// it; after that, another agent's say does not take it over.
+func TestUserFirstSpeakerHolds(t *testing.T) {
+	b := newBed(t)
+	front := NewScript()
+	u, err := NewUser("User", front, Conversation("c1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	desk, _ := inbox("Desk")
+	bob, _ := inbox("Bob")
+	b.add(u.Agent(), desk, bob)
+	for _, a := range []*agency.Agent{desk, bob} {
+		if _, err := a.RequestMessage(b.ctx, &agency.Message{To: "User", Action: "say", Args: SayArgs{Content: "hello from " + a.ID()},
+			Meta: map[string]any{"conversation": "c1"}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if h := u.Holder(); h != "Desk" {
+		t.Errorf("holder %q, want Desk, who spoke first", h)
+	}
+}

@@ -16,7 +16,8 @@ import (
 // User speaks for a person in one conversation, which belongs to it: it
 // says each of their lines to the agent that holds the conversation, and
 // shows them every say it receives. The agent that holds the conversation
-// is the one given by StartWith; then an agent that answers one of the
+// is the one given by StartWith (or, without it, the first agent that says
+// something in the conversation); then an agent that answers one of the
 // User's own says (its __meta__.in_reply_to names one: an agent that took
 // the conversation over by a handoff answers so, and holds it from then
 // on), or the agent that the holder names in __meta__.handed_to (such a
@@ -184,12 +185,13 @@ func (u *User) say(ctx context.Context, args SayArgs) (string, error) {
 }
 
 // mayHold reports whether the sender of a say in the User's conversation
-// speaks in it: the holder, or an agent that answers one of the User's
-// says (the holder handed the conversation to it).
+// speaks in it: the holder (the first agent to speak, when StartWith named
+// none), or an agent that answers one of the User's says (the holder
+// handed the conversation to it).
 func (u *User) mayHold(m *agency.Message) bool {
 	u.mu.Lock()
 	defer u.mu.Unlock()
-	if m.From == u.holder {
+	if m.From == u.holder || u.holder == "" {
 		return true
 	}
 	r, _ := m.Meta[metaReply].(string)
