@@ -186,3 +186,57 @@ func newListenerAgent(id string) listenerAgent {
 	agency.Handle(a, "say", func(context.Context, openai.SayArgs) (string, error) { return "heard", nil })
 	return listenerAgent{a}
 }
+
+// A trusted relay (a web front) speaks for Ann: her conversation is
+// hers across a handoff, kept under her id, and the answers go to the
+// relay.
+func TestRelayedConversationAcrossHandoff(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), safety)
+	defer cancel()
+	srv := openaitest.NewServer(t, calls1("transfer_to_refunds", "{}"), seen(nil))
+	team := &Team{LLM: append(llmOptions(srv), openai.Relays("Web"))}
+	triage, err := team.Agent("Triage", "triage", OnLLM(To("Refunds"), "Use for refunds.", Name("transfer_to_refunds")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	refunds, err := team.Agent("Refunds", "refunds")
+	if err != nil {
+		t.Fatal(err)
+	}
+	web := agency.MustNewAgent("Web")
+	heard := make(chan *agency.Message, 4)
+	agency.Handle(web, "say", func(ctx context.Context, a openai.SayArgs) (string, error) {
+		heard <- agency.MessageFrom(ctx)
+		return "shown", nil
+	})
+	sp := space.NewLocal()
+	defer sp.Close(context.Background())
+	for _, a := range []*agency.Agent{triage.Agent(), refunds.Agent(), web} {
+		if err := sp.Add(ctx, a); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := web.RequestMessage(ctx, &agency.Message{To: "Triage", Action: "say", Args: openai.SayArgs{Content: "Ann wants a refund"},
+		Meta: map[string]any{"conversation": "c1", openai.MetaOnBehalfOf: "Ann"}}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case m := <-heard:
+		if m.From != "Refunds" || m.Meta["conversation"] != "c1" {
+			t.Errorf("the relay heard %v from %s", m.Meta, m.From)
+		}
+	case <-ctx.Done():
+		t.Fatal("the relay heard nothing")
+	}
+	c, err := LoadConversation(ctx, team.Store(), "Ann", "c1")
+	if err != nil || c.Active != "Refunds" || c.User != "Web" || c.Owner != "Ann" {
+		t.Errorf("Ann's conversation %+v, %v", c, err)
+	}
+	if h, _ := Holder(ctx, team.Store(), "Web", "c1"); h != "" {
+		t.Errorf("the relay has a conversation c1 of its own, held by %q", h)
+	}
+	h, err := Memory(team.Store(), "Refunds").Load(ctx, openai.ConversationKey("Ann", "c1"))
+	if err != nil || len(h) == 0 || h[0].Content != "Ann wants a refund" {
+		t.Errorf("Refunds' history of Ann's c1: %+v, %v", h, err)
+	}
+}
