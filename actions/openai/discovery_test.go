@@ -437,9 +437,9 @@ func TestUnansweredHelpsBounded(t *testing.T) {
 	// Once it is time to ask again, the next message asks again.
 	c := &llm.catalog
 	c.mu.Lock()
-	h, _ := c.asking.get("Mute")
+	h, _ := c.asking.Get("Mute")
 	h.at = h.at.Add(-llm.helpAgain())
-	c.asking.put("Mute", h)
+	c.asking.Add("Mute", h)
 	c.mu.Unlock()
 	llm.notice(ctx, "Mute", "")
 	llm.notice(ctx, "Mute", "")
@@ -450,7 +450,7 @@ func TestUnansweredHelpsBounded(t *testing.T) {
 		llm.notice(ctx, fmt.Sprintf("Mute-%d", i), "")
 	}
 	c.mu.Lock()
-	n := c.asking.len()
+	n := c.asking.Len()
 	c.mu.Unlock()
 	if n > maxAsking {
 		t.Errorf("%d helps awaited at once, want at most %d", n, maxAsking)

@@ -108,7 +108,7 @@ func startDemo(ctx context.Context) (*demo, error) {
 	d.approver = agency.MustNewAgent(demoApprover)
 
 	d.store = store.NewMemory()
-	d.team = &handoff.Team{Store: d.store, LLM: []openai.Option{
+	d.team = &handoff.Team{Options: []handoff.Option{handoff.WithStore(d.store)}, LLM: []openai.Option{
 		openai.BaseURL(d.model.URL), openai.APIKey("demo"), openai.HTTPClient(d.model.Client()),
 		openai.Model("scripted-demo"),
 	}}

@@ -34,17 +34,23 @@ func openStore(ctx context.Context, dsn string) (store.Store, error) {
 // holds that the messages have not shown (latest first, up to maxStored),
 // without a transcript.
 func withStored(ctx context.Context, st store.Store, cs []conversation) ([]conversation, error) {
-	docs, err := st.List(ctx, store.Query{Kind: handoff.KindConversation, Newest: true, Limit: maxStored})
+	stored, err := handoff.Conversations(ctx, st, maxStored)
 	if err != nil {
 		return cs, fmt.Errorf("reading the store's conversations: %w", err)
 	}
-	for _, d := range docs {
-		if !slices.ContainsFunc(cs, func(c conversation) bool { return c.ID == d.ID }) {
-			cs = append(cs, conversation{ID: d.ID, Updated: d.Updated})
+	for _, c := range stored {
+		if !slices.ContainsFunc(cs, func(x conversation) bool { return x.ID == c.ID && (x.User == "" || x.User == c.Owner) }) {
+			cs = append(cs, conversation{ID: c.ID, User: c.Owner, Updated: c.Updated})
 		}
 	}
 	for i := range cs {
-		c, err := handoff.LoadConversation(ctx, st, cs[i].ID)
+		// A conversation belongs to the agent that started it: the store
+		// keeps it under its owner, the user agent.
+		owner := cs[i].User
+		if owner == "" {
+			continue
+		}
+		c, err := handoff.LoadConversation(ctx, st, owner, cs[i].ID)
 		if errors.Is(err, store.ErrNotFound) {
 			continue // not a conversation of a handoff team
 		}
@@ -53,7 +59,7 @@ func withStored(ctx context.Context, st store.Store, cs []conversation) ([]conve
 		}
 		sc := &storedConversation{Holder: c.Active, User: c.User, Status: c.Status, Version: c.Version,
 			Hops: c.Hops, Path: c.Path, Vars: c.Vars}
-		log, err := handoff.Log(ctx, st, cs[i].ID)
+		log, err := handoff.Log(ctx, st, owner, cs[i].ID)
 		if err != nil {
 			return cs, err
 		}

@@ -34,7 +34,7 @@ func TestStudioStore(t *testing.T) {
 	srv := openaitest.NewServer(t,
 		openaitest.Step{ToolCalls: []openaitest.ToolCall{{Name: "transfer_to_refunds", Arguments: "{}"}}},
 		openaitest.Step{Text: "Refunds here."})
-	team := &handoff.Team{Store: st, UserID: userID, LLM: []openai.Option{
+	team := &handoff.Team{Options: []handoff.Option{handoff.WithStore(st)}, UserID: userID, LLM: []openai.Option{
 		openai.BaseURL(srv.URL), openai.APIKey("test"), openai.HTTPClient(srv.Client()),
 	}}
 	triage, err := team.Agent(triageID, "You route customers.",
