@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -53,10 +54,19 @@ func (c *serverConfig) once(name string) error {
 
 // offers reports whether the tools of agent id are on offer.
 func (c *serverConfig) offers(id string) bool {
-	if len(c.only) > 0 && !slices.Contains(c.only, id) {
+	if len(c.only) > 0 && !matchAny(c.only, id) {
 		return false
 	}
-	return !slices.Contains(c.except, id)
+	return !matchAny(c.except, id)
+}
+
+// matchAny reports whether id is one of ids, or starts with what precedes
+// the '*' that ends one of them ("Worker-*").
+func matchAny(ids []string, id string) bool {
+	return slices.ContainsFunc(ids, func(p string) bool {
+		prefix, pattern := strings.CutSuffix(p, "*")
+		return p == id || pattern && strings.HasPrefix(id, prefix)
+	})
 }
 
 // Rediscover sets how often the server surveys its space (default
@@ -108,7 +118,8 @@ func Implementation(name, version string) ServerOption {
 	}
 }
 
-// OnlyAgents offers the actions of the agents named and no other's.
+// OnlyAgents offers the actions of the agents named and no other's. An id
+// that ends in '*' names every agent whose id starts with what precedes it.
 func OnlyAgents(ids ...string) ServerOption {
 	return func(c *serverConfig) error {
 		if err := c.once("OnlyAgents"); err != nil {
@@ -119,7 +130,8 @@ func OnlyAgents(ids ...string) ServerOption {
 	}
 }
 
-// ExceptAgents offers no action of the agents named.
+// ExceptAgents offers no action of the agents named ("Prefix*" as in
+// OnlyAgents).
 func ExceptAgents(ids ...string) ServerOption {
 	return func(c *serverConfig) error {
 		if err := c.once("ExceptAgents"); err != nil {

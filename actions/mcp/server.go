@@ -108,8 +108,10 @@ func (s *Server) Agent() *agency.Agent { return s.agent }
 func (s *Server) MCP() *sdk.Server { return s.mcp }
 
 // Run serves one MCP session over t until it ends or ctx is done: for a
-// command an MCP client starts, Run(ctx, &sdk.StdioTransport{}). The
-// stdio frame limit is go-sdk's (16 MiB).
+// command an MCP client starts, Run(ctx, mcp.Stdio()), which answers a
+// malformed frame with an error and goes on serving (its frame limit is
+// 16 MiB, above the arguments limit, so that too large arguments get an
+// isError result that says so).
 func (s *Server) Run(ctx context.Context, t sdk.Transport) error {
 	return s.mcp.Run(ctx, t)
 }
