@@ -1,9 +1,12 @@
 package mcp
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"strings"
@@ -17,30 +20,55 @@ const Path = "/mcp"
 
 // Handler returns an http.Handler that serves the server over MCP's
 // streamable HTTP transport, checking bearer tokens if BearerToken was
-// given. A request body over MaxArgBytes (plus room for the JSON-RPC
-// envelope) is refused with 413.
+// given. A request body over MaxArgBytes (plus 64 KiB for the JSON-RPC
+// envelope) is refused with 413, one that is not JSON with 400; both get a
+// JSON-RPC error that says what was wrong, without repeating the body.
 func (s *Server) Handler() http.Handler {
+	limit := int64(s.cfg.maxArgs) + 64<<10
 	h := sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return s.mcp }, &sdk.StreamableHTTPOptions{
 		Logger:              s.cfg.sdkLogger,
-		MaxRequestBodyBytes: int64(s.cfg.maxArgs) + 64<<10,
+		MaxRequestBodyBytes: limit,
 	})
-	if s.cfg.token == nil {
-		return h
-	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-		if !ok || token == "" {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="mcp"`)
-			http.Error(w, "a bearer token is required (Authorization: Bearer …)", http.StatusUnauthorized)
-			return
+		if s.cfg.token != nil {
+			token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+			if !ok || token == "" {
+				w.Header().Set("WWW-Authenticate", `Bearer realm="mcp"`)
+				http.Error(w, "a bearer token is required (Authorization: Bearer …)", http.StatusUnauthorized)
+				return
+			}
+			if err := s.cfg.token(r.Context(), token); err != nil {
+				w.Header().Set("WWW-Authenticate", `Bearer realm="mcp", error="invalid_token"`)
+				http.Error(w, "the bearer token was refused: "+err.Error(), http.StatusUnauthorized)
+				return
+			}
 		}
-		if err := s.cfg.token(r.Context(), token); err != nil {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="mcp", error="invalid_token"`)
-			http.Error(w, "the bearer token was refused: "+err.Error(), http.StatusUnauthorized)
-			return
+		if r.Method == http.MethodPost {
+			body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
+			var tooLarge *http.MaxBytesError
+			switch {
+			case errors.As(err, &tooLarge):
+				rpcError(w, http.StatusRequestEntityTooLarge, -32600, fmt.Sprintf("request too large: the body is over %d bytes; a tool's arguments may be at most %d bytes", limit, s.cfg.maxArgs))
+				return
+			case err != nil:
+				rpcError(w, http.StatusBadRequest, -32600, "the request body could not be read: "+err.Error())
+				return
+			case !json.Valid(body):
+				rpcError(w, http.StatusBadRequest, -32700, "parse error: the body is not JSON; it must be one JSON-RPC message")
+				return
+			}
+			r.Body = io.NopCloser(bytes.NewReader(body))
 		}
 		h.ServeHTTP(w, r)
 	})
+}
+
+// rpcError writes a JSON-RPC error response, with id null, and status.
+func rpcError(w http.ResponseWriter, status, code int, text string) {
+	msg, _ := json.Marshal(text)
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	fmt.Fprintf(w, `{"jsonrpc":"2.0","id":null,"error":{"code":%d,"message":%s}}`+"\n", code, msg)
 }
 
 // ListenAndServe serves the server over streamable HTTP at Path on addr

@@ -89,6 +89,7 @@ func main() {
 	httpAddr := flag.String("http", "", "serve over streamable HTTP at ADDR (path /mcp) instead of stdio; ADDR without a host listens on 127.0.0.1")
 	token := flag.String("token", "", "with -http: require this bearer token (default: $MCP_TOKEN; required off loopback)")
 	useAMQP := flag.Bool("amqp", false, "serve the agents found on RabbitMQ instead of the Calculator")
+	exchange := flag.String("exchange", "", "with -amqp: the exchange to meet on (default "+amqpspace.DefaultExchange+")")
 	join := flag.String("join", "", "start this MCP server command, join it to a space, call one of its tools and print the result")
 	tool := flag.String("tool", "", "with -join: the tool to call (default: the first that needs no argument)")
 	args := flag.String("args", "{}", "with -join: the tool's arguments, a JSON object")
@@ -105,7 +106,9 @@ func main() {
 		if *token == "" {
 			*token = os.Getenv("MCP_TOKEN")
 		}
-		err = serve(ctx, logger, *useAMQP, *httpAddr, *token)
+		err = serve(ctx, logger, *useAMQP, *exchange, *httpAddr, *token, func(a net.Addr) {
+			logger.Info("listening", "url", "http://"+a.String()+mcp.Path)
+		})
 	}
 	if err != nil && !errors.Is(err, context.Canceled) {
 		fmt.Fprintln(os.Stderr, "mcp:", err)
@@ -113,9 +116,9 @@ func main() {
 	}
 }
 
-// serve runs the MCP server, on stdio or HTTP, until ctx is done or the
-// client goes.
-func serve(ctx context.Context, logger *slog.Logger, useAMQP bool, httpAddr, token string) error {
+// serve runs the MCP server, on stdio or HTTP (telling ready where it
+// listens), until ctx is done or the client goes.
+func serve(ctx context.Context, logger *slog.Logger, useAMQP bool, exchange, httpAddr, token string, ready func(net.Addr)) error {
 	var sp interface {
 		Add(context.Context, *agency.Agent) error
 		Close(context.Context) error
@@ -127,6 +130,9 @@ func serve(ctx context.Context, logger *slog.Logger, useAMQP bool, httpAddr, tok
 			return err
 		}
 		cfg.Logger = logger
+		if exchange != "" {
+			cfg.Exchange = exchange
+		}
 		asp, err := amqpspace.New(ctx, cfg)
 		if err != nil {
 			return fmt.Errorf("cannot reach RabbitMQ (set AMQP_URL, or AMQP_HOST and its kin, in the MCP client's env entries): %w", err)
@@ -169,9 +175,7 @@ func serve(ctx context.Context, logger *slog.Logger, useAMQP bool, httpAddr, tok
 	}
 	logger.Info("serving MCP", "agent", id, "tools", srv.Tools())
 	if httpAddr != "" {
-		return srv.ListenAndServe(ctx, httpAddr, func(a net.Addr) {
-			logger.Info("listening", "url", "http://"+a.String()+mcp.Path)
-		})
+		return srv.ListenAndServe(ctx, httpAddr, ready)
 	}
 	return srv.Run(ctx, mcp.Stdio())
 }
