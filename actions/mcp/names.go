@@ -17,8 +17,8 @@ const maxToolName = 128
 // of the SHA-256 of agent + "\x00" + action are appended:
 //
 //	Calculator, add        → Calculator.add
-//	Büro, add              → B__ro.add-1c1f8e5a02
-//	acme.Calculator, add   → acme_Calculator.add-6b9d3f0c41
+//	Büro, add              → B__ro.add-6f738bf3eb
+//	acme.Calculator, add   → acme_Calculator.add-11a203d950
 //
 // The mapping is one to one (up to a hash collision, which the server
 // reports and resolves by listing the first tool only), and the server
