@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http/httptest"
 	"os"
 	"strings"
 	"sync/atomic"
@@ -223,5 +224,57 @@ func TestClientServerKilledMidCall(t *testing.T) {
 	}
 	if got, err := agency.Call[map[string]float64](ctx, user, "Tools", "sum", map[string]any{"a": 2, "b": 2}); err != nil || got["sum"] != 4 {
 		t.Fatalf("sum after the restart = %v, %v", got, err)
+	}
+}
+
+func TestClientToolOptions(t *testing.T) {
+	ctx, _, user := joinTestServer(t,
+		mcp.ToolOptions("fail", agency.WithAccess(agency.Denied)),
+		mcp.ToolOptions("echo", agency.AccessBySender(map[string]agency.Access{"User": agency.Permitted}, agency.Denied)),
+		mcp.ToolOptions("*", agency.AccessBySender(map[string]agency.Access{"User": agency.Denied}, agency.Permitted)))
+	help, err := agency.Call[map[string]agency.ActionHelp](ctx, user, "Tools", "help", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := help["fail"]; ok || len(help) != 1 || help["echo"].Args == nil {
+		t.Fatalf("help shows the User %v; want echo alone", help)
+	}
+	if _, err := agency.Call[any](ctx, user, "Tools", "sum", map[string]any{"a": 1, "b": 2}); !errors.Is(err, agency.ErrPermissionDenied) {
+		t.Fatalf("sum, denied to the User by \"*\": %v", err)
+	}
+	if got, err := agency.Call[string](ctx, user, "Tools", "echo", map[string]any{"text": "ok"}); err != nil || got != "ok" {
+		t.Fatalf("echo = %q, %v", got, err)
+	}
+}
+
+// TestClientEndpoint joins a server over streamable HTTP: the bridge
+// itself, serving a Calculator, so that its tools come back as the
+// actions of another agent.
+func TestClientEndpoint(t *testing.T) {
+	f := serve(t, nil, calculator(t, nil))
+	hs := httptest.NewServer(f.srv.Handler())
+	defer hs.Close()
+	c, err := mcp.NewClient(f.ctx, "Remote", mcp.Endpoint(hs.URL, hs.Client()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	user := agency.MustNewAgent("User")
+	for _, a := range []*agency.Agent{c.Agent(), user} {
+		if err := f.sp.Add(f.ctx, a); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := agency.Call[map[string]float64](f.ctx, user, "Remote", "Calculator.add", map[string]any{"a": 1, "b": 2})
+	if err != nil || got["result"] != 3 {
+		t.Fatalf("Remote's Calculator.add = %v, %v", got, err)
+	}
+	_, err = agency.Call[any](f.ctx, user, "Remote", "Calculator.divide", map[string]any{"a": 1, "b": 0})
+	if !errors.Is(err, agency.ErrActionFailed) || !strings.Contains(err.Error(), "division by zero") {
+		t.Fatalf("Remote's Calculator.divide by zero: %v", err)
+	}
+	_, err = agency.Call[any](f.ctx, user, "Remote", "Calculator.add", map[string]any{"a": "one", "b": 2})
+	if !errors.Is(err, agency.ErrInvalidArgs) {
+		t.Fatalf("a string for a number: %v", err)
 	}
 }
