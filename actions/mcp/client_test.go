@@ -278,3 +278,91 @@ func TestClientEndpoint(t *testing.T) {
 		t.Fatalf("a string for a number: %v", err)
 	}
 }
+
+// TestClientRestartBackoff: a server that cannot be started again is
+// tried again only after a pause that doubles, and calls meanwhile fail
+// at once saying when the next start is.
+func TestClientRestartBackoff(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var attempts atomic.Int64
+	var stop context.CancelFunc
+	connector := func() (sdk.Transport, error) {
+		switch attempts.Add(1) {
+		case 2, 3:
+			return nil, errors.New("no such server today")
+		}
+		st, ct := sdk.NewInMemoryTransports()
+		sctx, cancel := context.WithCancel(ctx)
+		stop = cancel
+		go testServer().Run(sctx, st)
+		return ct, nil
+	}
+	c, err := mcp.NewClient(ctx, "Tools", connector, mcp.RestartBackoff(time.Second, 8*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	sp := space.NewLocal()
+	defer sp.Close(context.Background())
+	user := agency.MustNewAgent("User")
+	for _, a := range []*agency.Agent{c.Agent(), user} {
+		if err := sp.Add(ctx, a); err != nil {
+			t.Fatal(err)
+		}
+	}
+	echo := func() error {
+		_, err := agency.Call[string](ctx, user, "Tools", "echo", map[string]any{"text": "x"})
+		return err
+	}
+	if err := echo(); err != nil {
+		t.Fatal(err)
+	}
+	stop() // the server goes
+	for !c.DownForTest() {
+		if ctx.Err() != nil {
+			t.Fatal("the client did not see its server go")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	// The first call after starts it again, which fails; the next call,
+	// at once, does not try, and says when the next start is.
+	if err := echo(); err == nil || !strings.Contains(err.Error(), "no such server today") {
+		t.Fatalf("the first call after the server went: %v", err)
+	}
+	pause := func() time.Duration {
+		t.Helper()
+		err := echo()
+		_, after, ok := strings.Cut(fmt.Sprint(err), "the next start is in ")
+		d, perr := time.ParseDuration(after)
+		if !ok || perr != nil {
+			t.Fatalf("a call during the pause: %v", err)
+		}
+		return d
+	}
+	if d := pause(); d > time.Second {
+		t.Fatalf("first pause %v, want at most 1s", d)
+	}
+	// Once the pause is over, a call starts it again; it fails again, and
+	// the pause doubles.
+	for attempts.Load() < 3 {
+		if err := echo(); err != nil && !strings.Contains(err.Error(), "next start") && !strings.Contains(err.Error(), "no such server today") {
+			t.Fatal(err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if d := pause(); d <= time.Second {
+		t.Fatalf("second pause %v, want more than the first (1s)", d)
+	}
+	for {
+		if err := echo(); err == nil {
+			break
+		} else if ctx.Err() != nil {
+			t.Fatalf("the server did not start again: %v", err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if n := attempts.Load(); n != 4 {
+		t.Fatalf("%d starts, want 4", n)
+	}
+}
