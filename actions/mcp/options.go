@@ -75,8 +75,8 @@ func matchAny(ids []string, id string) bool {
 // reached (default DefaultSettle). A change of the tools reaches MCP
 // clients as notifications/tools/list_changed, so an agent that joins is
 // listed within every plus settle, and one that leaves is dropped as soon
-// as a call finds it gone, or at the next survey. Surveys never overlap
-// and come at most once per settle.
+// as a call finds it gone, or at the next survey. The server's own
+// surveys never overlap and come at most once per settle.
 func Rediscover(every, settle time.Duration) ServerOption {
 	return func(c *serverConfig) error {
 		if err := c.once("Rediscover"); err != nil {
