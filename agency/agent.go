@@ -57,6 +57,7 @@ type agentConfig struct {
 	concurrency   int
 	sequence      func(*Message) string
 	logger        *slog.Logger
+	changing      bool
 }
 
 // Hooks makes the agent call the hook interfaces v implements ([AfterAdder],
@@ -153,6 +154,9 @@ func NewAgent(id string, opts ...Option) (*Agent, error) {
 		st.logger = c.logger
 	}
 	a := &Agent{id: id, settings: &st}
+	if c.changing {
+		a.actions.more = &moreActions{changes: new(changingActions)}
+	}
 	return a, nil
 }
 
@@ -402,6 +406,9 @@ type actionSet struct {
 type moreActions struct {
 	list   []*action // every action, the first too, in the order registered
 	byName map[string]*action
+	// changes, on an agent made with ChangingActions, holds the actions
+	// RegisterJSON may add and remove while the agent is in a space.
+	changes *changingActions
 }
 
 // actionSetMapAt is the number of actions from which a lookup goes
@@ -409,6 +416,23 @@ type moreActions struct {
 const actionSetMapAt = 9
 
 func (s *actionSet) get(name string) *action {
+	if act := s.getStatic(name); act != nil || s.more == nil || s.more.changes == nil {
+		return act
+	}
+	return s.more.changes.get(name)
+}
+
+// changing returns the actions that may change, on an agent made with
+// ChangingActions; else nil.
+func (s *actionSet) changing() *changingActions {
+	if s.more == nil {
+		return nil
+	}
+	return s.more.changes
+}
+
+// getStatic returns the action registered before the agent joined.
+func (s *actionSet) getStatic(name string) *action {
 	if m := s.more; m != nil {
 		if m.byName != nil {
 			return m.byName[name]
@@ -430,7 +454,11 @@ func (s *actionSet) get(name string) *action {
 func (s *actionSet) len() int {
 	switch {
 	case s.more != nil:
-		return len(s.more.list)
+		n := len(s.more.list)
+		if s.more.changes != nil {
+			n += len(s.more.changes.list())
+		}
+		return n
 	case s.first.h != nil:
 		return 1
 	}
@@ -446,6 +474,13 @@ func (s *actionSet) all() iter.Seq[*action] {
 					return
 				}
 			}
+			if s.more.changes != nil {
+				for _, act := range s.more.changes.list() {
+					if !yield(act) {
+						return
+					}
+				}
+			}
 			return
 		}
 		if s.first.h != nil {
@@ -458,7 +493,7 @@ func (s *actionSet) all() iter.Seq[*action] {
 // none yet, else a new one. The caller fills it in, then adds it, or
 // clears it again.
 func (s *actionSet) slot() *action {
-	if s.first.h == nil {
+	if s.first.h == nil && s.more == nil {
 		return &s.first
 	}
 	return new(action)

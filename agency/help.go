@@ -86,9 +86,12 @@ func (a *Agent) helpEntry(act *action, access Access) (json.RawMessage, error) {
 	if act.cfg.help != nil {
 		return act.cfg.help, nil
 	}
-	schema, err := act.args.argsSchema()
-	if err != nil {
-		return nil, err
+	schema := act.cfg.schema // RegisterJSON's
+	if schema == nil {
+		var err error
+		if schema, err = act.args.argsSchema(); err != nil {
+			return nil, err
+		}
 	}
 	h := ActionHelp{Args: schema, Errors: act.cfg.errors, Access: access.String()}
 	if act.cfg.description != nil {
@@ -98,7 +101,11 @@ func (a *Agent) helpEntry(act *action, access Access) (json.RawMessage, error) {
 	if act.cfg.returns != nil {
 		desc = *act.cfg.returns
 	}
-	h.Returns = returnsSchema(act.h.result(), desc)
+	if act.cfg.schema != nil {
+		h.Returns = jsonReturns(act.cfg.returnsSchema, desc)
+	} else {
+		h.Returns = returnsSchema(act.h.result(), desc)
+	}
 	for _, ex := range act.cfg.encoded {
 		b, err := json.Marshal(struct {
 			To     string                     `json:"to"`
