@@ -74,6 +74,7 @@ action, 4 invalid_args, 5 permission_denied, 6 action_failed, 7 timeout.`,
   agency help Calculator
   agency call Calculator add '{"a":1,"b":2}'
   agency tail --json
+  agency mcp
   agency --demo studio`,
 		SilenceErrors: true,
 		SilenceUsage:  true,
@@ -99,8 +100,7 @@ action, 4 invalid_args, 5 permission_denied, 6 action_failed, 7 timeout.`,
 		newSayCmd(o),
 		newTailCmd(o),
 		newStudioCmd(o),
-		// agency mcp, which serves the space over MCP on stdio, comes
-		// with package actions/mcp.
+		newMCPCmd(o),
 	)
 	root.SetHelpCommand(newHelpCmd(o, root))
 	return root

@@ -88,6 +88,13 @@ func (o *options) open(ctx context.Context, opts ...agency.Option) (*session, er
 	agency.Handle(a, "say", func(ctx context.Context, args sayArgs) (string, error) {
 		return "", nil
 	}, agency.Describe("Takes what an agent says to this agency command"))
+	return o.join(ctx, a)
+}
+
+// join adds a, this command's agent, to the space the flags name: the
+// demo, or the AMQP exchange, which must exist.
+func (o *options) join(ctx context.Context, a *agency.Agent) (*session, error) {
+	id := a.ID()
 	if o.demo {
 		if o.amqpURL != "" || o.exchange != "" {
 			return nil, usageError("--demo runs in this process: it takes neither --amqp-url nor --exchange")
