@@ -1,6 +1,12 @@
 // Package testenv holds what the module's tests share about where they run:
-// the note a package writes when its tests skip for want of a service
-// (RabbitMQ, PostgreSQL).
+// the one switch that turns on the long tests, and the note a package
+// writes when its tests skip for want of a service (RabbitMQ, PostgreSQL).
+//
+// Long tests (10,000 agents, re-subscription under load, soak, kill loops)
+// call Long first; they run only with AGENCY_LONG_TESTS=1, which .ci/run
+// sets:
+//
+//	AGENCY_LONG_TESTS=1 go test ./...
 package testenv
 
 import (
@@ -14,6 +20,27 @@ import (
 	"sync"
 	"testing"
 )
+
+// LongEnv is the environment variable that turns the long tests on.
+const LongEnv = "AGENCY_LONG_TESTS"
+
+// LongEnabled reports whether the long tests run: AGENCY_LONG_TESTS is 1
+// (or true) and go test was not given -short.
+func LongEnabled() bool {
+	if testing.Short() {
+		return false
+	}
+	v, _ := strconv.ParseBool(os.Getenv(LongEnv))
+	return v
+}
+
+// Long skips t unless the long tests run (see LongEnabled).
+func Long(t testing.TB) {
+	t.Helper()
+	if !LongEnabled() {
+		t.Skip("a long test: " + LongEnv + "=1 runs it")
+	}
+}
 
 // CI reports whether CI is "true": a missing service fails the tests that
 // need it instead of skipping them.

@@ -12,6 +12,24 @@ import (
 	"testing"
 )
 
+// Long skips a test unless AGENCY_LONG_TESTS turns it on.
+func TestLong(t *testing.T) {
+	for _, c := range []struct {
+		env  string
+		runs bool
+	}{{"", false}, {"0", false}, {"1", !testing.Short()}, {"true", !testing.Short()}} {
+		t.Setenv(LongEnv, c.env)
+		var ran bool
+		t.Run("env="+c.env, func(t *testing.T) {
+			Long(t)
+			ran = true
+		})
+		if ran != c.runs {
+			t.Errorf("%s=%q: the long test ran: %v, want %v", LongEnv, c.env, ran, c.runs)
+		}
+	}
+}
+
 type buffer struct{ bytes.Buffer }
 
 func (*buffer) Close() error { return nil }
@@ -141,8 +159,8 @@ func TestNoteShownByGoTest(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs a test binary")
 	}
-	gobin := filepath.Join(runtime.GOROOT(), "bin", "go")
-	cmd := exec.Command(gobin, "test", "-count=1", "-run", "^TestNoteHelper$", "github.com/seed72275b23/agency-go/internal/testenv")
+	// go test puts its own go first on the PATH of the tests it runs.
+	cmd := exec.Command("go", "test", "-count=1", "-run", "^TestNoteHelper$", "github.com/seed72275b23/agency-go/internal/testenv")
 	cmd.Env = append(os.Environ(), "TESTENV_NOTE_HELPER=1")
 	out, err := cmd.CombinedOutput()
 	if err != nil {
