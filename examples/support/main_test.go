@@ -313,11 +313,24 @@ func TestTranscript(t *testing.T) {
 // Without a model server the program says how to set one, and fails.
 func TestNoServer(t *testing.T) {
 	bin := build(t)
-	p := start(t, bin, t.TempDir(), []string{"OPENAI_BASE_URL=", "OPENAI_API_KEY=sk-unused"})
-	if code := p.exit(); code == 0 {
-		t.Fatal("exit status 0 without OPENAI_BASE_URL")
+	p := start(t, bin, t.TempDir(), []string{"OPENAI_BASE_URL=", "OPENAI_API_KEY="})
+	if code := p.exit(); code != 2 {
+		t.Fatalf("exit status %d without OPENAI_API_KEY or OPENAI_BASE_URL, want 2 (bad usage)", code)
 	}
-	if msg := p.stderr.String(); !strings.Contains(msg, "OPENAI_BASE_URL") {
+	if msg := p.stderr.String(); !strings.Contains(msg, "OPENAI_BASE_URL=") || !strings.Contains(msg, "OPENAI_API_KEY=") {
 		t.Errorf("the program said %q", msg)
+	}
+}
+
+// An API key is enough to start (OpenAI is then the server): the program
+// starts and, told to exit before any question, exits 0 without calling the
+// model.
+func TestKeyAlone(t *testing.T) {
+	bin := build(t)
+	p := start(t, bin, t.TempDir(), []string{"OPENAI_BASE_URL=", "OPENAI_API_KEY=sk-unused"})
+	p.stderr.waitFor(t, "type a message")
+	p.line("exit")
+	if code := p.exit(); code != 0 {
+		t.Fatalf("exit status %d with OPENAI_API_KEY alone; stderr:\n%s", code, p.stderr.String())
 	}
 }
