@@ -44,15 +44,17 @@ import (
 	"github.com/seed72275b23/agency-go/actions/openai"
 	"github.com/seed72275b23/agency-go/agency"
 	"github.com/seed72275b23/agency-go/examples/internal/cli"
+	"github.com/seed72275b23/agency-go/examples/internal/demo"
 	"github.com/seed72275b23/agency-go/space"
 )
 
-const summary = `Usage: go run ./examples/chat
+const summary = `Usage: go run ./examples/chat [-demo]
 
 A terminal chat with an LLM agent (Assistant) that uses the actions of a
 Calculator and of Host (shell commands and files, each approved by you).
 The model server: OPENAI_API_KEY for OpenAI, or OPENAI_BASE_URL for another
-(Ollama, vLLM, LM Studio); OPENAI_MODEL chooses the model.`
+(Ollama, vLLM, LM Studio); OPENAI_MODEL chooses the model. With -demo the
+model is a scripted one in this process: no key, no server.`
 
 const usage = `Type a message for the Assistant, or:
   /Agent.action {json args}   call an action yourself, as User; the args are optional
@@ -81,18 +83,38 @@ func main() {
 // error that wraps openai.ErrNoEndpoint.
 func run(ctx context.Context, args []string, env func(string) string, stdin io.Reader, stdout, stderr io.Writer) (err error) {
 	fs := flag.NewFlagSet("chat", flag.ContinueOnError)
+	useDemo := fs.Bool("demo", false, "talk to a scripted model in this process: no key, no server")
 	if err := cli.Parse(fs, summary, args, stdout, stderr); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
 		return cli.Usagef("no arguments are taken, only flags: %q", fs.Args())
 	}
-	key, baseURL, model := env("OPENAI_API_KEY"), env("OPENAI_BASE_URL"), env("OPENAI_MODEL")
-	if key == "" && baseURL == "" {
-		return cli.NoModel(stderr, "go run ./examples/chat")
+	var opts []openai.Option
+	if *useDemo {
+		m := demo.Serve(demoModel)
+		defer m.Close()
+		opts = m.Options()
+	} else {
+		key, baseURL, model := env("OPENAI_API_KEY"), env("OPENAI_BASE_URL"), env("OPENAI_MODEL")
+		if key == "" && baseURL == "" {
+			return cli.NoModel(stderr, "go run ./examples/chat")
+		}
+		if key != "" {
+			opts = append(opts, openai.APIKey(key))
+		}
+		if baseURL != "" {
+			opts = append(opts, openai.BaseURL(baseURL))
+		}
+		if model != "" {
+			opts = append(opts, openai.Model(model))
+		}
 	}
 	term := human.NewTerminal(stdin, stdout)
 	defer term.Close()
+	if *useDemo {
+		term.Printf("The Assistant runs on a scripted model (-demo): it adds and multiplies, and lists files.\n")
+	}
 
 	// chatCtx ends with the chat, refusing the Host's pending and later
 	// questions; ctx itself ends the slash commands still running.
@@ -100,16 +122,6 @@ func run(ctx context.Context, args []string, env func(string) string, stdin io.R
 	c := &chat{term: term, ctx: chatCtx, callCtx: ctx}
 	defer cancel()
 
-	var opts []openai.Option
-	if key != "" {
-		opts = append(opts, openai.APIKey(key))
-	}
-	if baseURL != "" {
-		opts = append(opts, openai.BaseURL(baseURL))
-	}
-	if model != "" {
-		opts = append(opts, openai.Model(model))
-	}
 	// A tool call to Host waits for a human.
 	opts = append(opts, openai.CallTimeout(requestTimeout))
 	assistant, err := openai.New("Assistant", opts...)

@@ -51,16 +51,18 @@ import (
 	"github.com/seed72275b23/agency-go/agency"
 	"github.com/seed72275b23/agency-go/amqpspace"
 	"github.com/seed72275b23/agency-go/examples/internal/cli"
+	"github.com/seed72275b23/agency-go/examples/internal/demo"
 	"github.com/seed72275b23/agency-go/space"
 )
 
-const summary = `Usage: go run ./examples/plans [-addr HOST:PORT] [-db FILE | -pg] [-amqp [-exchange NAME] [-agents all|coordinator|specialists]]
+const summary = `Usage: go run ./examples/plans [-demo] [-addr HOST:PORT] [-db FILE | -pg] [-amqp [-exchange NAME] [-agents all|coordinator|specialists]]
 
 MACAE's onboarding example: a person posts a task, the planner (a language
 model) turns it into steps, the person approves or rejects each on the web
 page, approved steps run. The model server: OPENAI_API_KEY for OpenAI, or
 OPENAI_BASE_URL for another (Ollama, vLLM, LM Studio); OPENAI_MODEL
-chooses the model. -pg keeps the plans in PostgreSQL at DATABASE_URL; -amqp
+chooses the model; -demo plans with a scripted planner in this process, no
+key and no server (and, without -user, takes requests as the user me). -pg keeps the plans in PostgreSQL at DATABASE_URL; -amqp
 runs on RabbitMQ at AMQP_URL (or AMQP_HOST, AMQP_PORT, …).`
 
 func main() {
@@ -93,6 +95,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	wait := fs.Duration("wait", time.Minute, "how long input_task and approvals wait for the plan and the steps")
 	origin := fs.String("origin", "", "a web origin allowed to call the API from a browser (CORS), such as MACAE's page at http://localhost:3000; * for any")
 	verbose := fs.Bool("v", false, "log every plan event to stderr")
+	useDemo := fs.Bool("demo", false, "plan with a scripted planner in this process: no key, no server; -user me unless given")
 	if err := cli.Parse(fs, summary, args, stdout, stderr); err != nil {
 		return err
 	}
@@ -108,7 +111,16 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if *pg && dsn == "" {
 		return cli.Usagef("-pg needs DATABASE_URL, the PostgreSQL database of the plans (such as postgres://postgres@127.0.0.1:5432/test)")
 	}
-	if runCoordinator && !cli.HasModel(os.Getenv) {
+	var llm []openai.Option
+	switch {
+	case *useDemo && runCoordinator:
+		m := demo.Serve(demoPlanner)
+		defer m.Close()
+		llm = m.Options()
+		if *user == "" {
+			*user = "me"
+		}
+	case runCoordinator && !cli.HasModel(os.Getenv):
 		return cli.NoModel(stderr, "go run ./examples/plans")
 	}
 	logger := slog.New(slog.DiscardHandler)
@@ -120,7 +132,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var planner *openai.Agent
 	if runCoordinator {
 		var err error
-		planner, err = openai.New(plannerID, openai.SystemPrompt(plan.PlannerPrompt), openai.Logger(logger))
+		planner, err = openai.New(plannerID, append(llm, openai.SystemPrompt(plan.PlannerPrompt), openai.Logger(logger))...)
 		if err != nil {
 			return err
 		}

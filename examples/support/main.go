@@ -39,21 +39,24 @@ import (
 
 	"github.com/seed72275b23/agency-go/actions/handoff"
 	"github.com/seed72275b23/agency-go/actions/human"
+	"github.com/seed72275b23/agency-go/actions/openai"
 	"github.com/seed72275b23/agency-go/actions/store/sqlitestore"
 	"github.com/seed72275b23/agency-go/agency"
 	"github.com/seed72275b23/agency-go/amqpspace"
 	"github.com/seed72275b23/agency-go/examples/internal/cli"
+	"github.com/seed72275b23/agency-go/examples/internal/demo"
 	"github.com/seed72275b23/agency-go/space"
 )
 
-const summary = `Usage: go run ./examples/support [-db FILE] [-amqp [-exchange NAME] [-only AGENTS]]
+const summary = `Usage: go run ./examples/support [-demo] [-db FILE] [-amqp [-exchange NAME] [-only AGENTS]]
 
 AutoGen's customer-service team on a terminal: Triage, Sales and Refunds
 (LLM agents) hand you to each other; Human, the operator, takes over when
 Triage escalates. The conversation is kept in -db and goes on when started
 again. The model server: OPENAI_API_KEY for OpenAI, or OPENAI_BASE_URL for
-another (Ollama, vLLM, LM Studio); OPENAI_MODEL chooses the model. With
--amqp the agents meet on RabbitMQ (AMQP_URL, or AMQP_HOST, AMQP_PORT, …),
+another (Ollama, vLLM, LM Studio); OPENAI_MODEL chooses the model; -demo
+runs them on a scripted model in this process, with no key and no server.
+With -amqp the agents meet on RabbitMQ (AMQP_URL, or AMQP_HOST, AMQP_PORT, …),
 and -only splits them over processes.`
 
 func main() {
@@ -72,6 +75,7 @@ func run(ctx context.Context, args []string, env func(string) string, stdin io.R
 	useAMQP := fs.Bool("amqp", false, "run the agents on RabbitMQ (AMQP_URL, or AMQP_HOST, AMQP_PORT, …)")
 	exchange := fs.String("exchange", "agency-support", "with -amqp: the exchange the processes share")
 	only := fs.String("only", "", "with -amqp: the agents this process runs, of "+strings.Join(allIDs, ","))
+	useDemo := fs.Bool("demo", false, "run the LLM agents on a scripted model in this process: no key, no server")
 	logLevel := fs.String("log", "warn", "what is logged on stderr: debug, info, warn or error")
 	if err := cli.Parse(fs, summary, args, stdout, stderr); err != nil {
 		return err
@@ -97,7 +101,13 @@ func run(ctx context.Context, args []string, env func(string) string, stdin io.R
 		}
 	}
 	runs := func(id string) bool { return slices.Contains(ids, id) }
-	if (runs(triageID) || runs(salesID) || runs(refundsID)) && !cli.HasModel(env) {
+	var llm []openai.Option
+	switch {
+	case *useDemo:
+		m := demo.Serve(demoModel)
+		defer m.Close()
+		llm = m.Options()
+	case (runs(triageID) || runs(salesID) || runs(refundsID)) && !cli.HasModel(env):
 		return cli.NoModel(stderr, "go run ./examples/support")
 	}
 
@@ -132,7 +142,7 @@ func run(ctx context.Context, args []string, env func(string) string, stdin io.R
 	term := human.NewTerminal(stdin, stdout)
 	defer term.Close()
 	team := &handoff.Team{
-		UserID: userID, Store: st, AfterWork: handoff.RevertToUser(), MaxHops: 6, Logger: log,
+		UserID: userID, Store: st, LLM: llm, AfterWork: handoff.RevertToUser(), MaxHops: 6, Logger: log,
 		Members: []string{triageID, salesID, refundsID, humanID},
 		Observer: handoff.ObserverFunc(func(_ context.Context, e handoff.Event) {
 			if e.Kind == handoff.EventHandoff {

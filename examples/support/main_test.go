@@ -334,3 +334,28 @@ func TestKeyAlone(t *testing.T) {
 		t.Fatalf("exit status %d with OPENAI_API_KEY alone; stderr:\n%s", code, p.stderr.String())
 	}
 }
+
+// With -demo the team runs end to end with no key and no model server: a
+// scripted model in the process plays Triage, Sales and Refunds.
+func TestDemo(t *testing.T) {
+	bin := build(t)
+	p := start(t, bin, t.TempDir(), []string{"OPENAI_BASE_URL=", "OPENAI_API_KEY="}, "-demo", "-log", "info")
+	p.stderr.waitFor(t, "type a message")
+	p.line("I want a refund")
+	p.stdout.waitFor(t, "[Triage → Refunds]\n")
+	p.stdout.waitFor(t, "Refunds: Refunds here. What is the matter with it?\n")
+	p.line("My skates broke.")
+	p.stdout.waitFor(t, "Refunds: Refunds here. Have you tried hitting it with a hammer?")
+	p.line("yes")
+	p.stdout.waitFor(t, "Refunds: Done: your refund is on its way.\n")
+	p.stderr.waitFor(t, "shop: refund executed")
+	p.line("I want to buy something")
+	p.stdout.waitFor(t, "[Refunds → Triage]\n[Triage → Sales]\n")
+	p.line("yes")
+	p.stdout.waitFor(t, "Sales: Ordered!")
+	p.stderr.waitFor(t, "shop: order executed")
+	p.line("exit")
+	if code := p.exit(); code != 0 {
+		t.Fatalf("exit status %d; stderr:\n%s", code, p.stderr.String())
+	}
+}

@@ -90,6 +90,10 @@ func HasModel(env func(string) string) bool {
 func ModelHelp(command string) string {
 	return fmt.Sprintf(`This needs an OpenAI-compatible model server whose models call tools.
 
+To try it with no key and no server, on a scripted model in this process:
+
+    %[1]s -demo
+
 For OpenAI, set your API key:
 
     OPENAI_API_KEY=sk-... %[1]s

@@ -57,7 +57,7 @@ func TestStatus(t *testing.T) {
 			t.Errorf("Message(%v) = %q, want %q", c.err, got, c.message)
 		}
 	}
-	if !errors.Is(NoModel(&help, "x"), openai.ErrNoEndpoint) || !strings.Contains(help.String(), "OPENAI_API_KEY=sk-... go run ./examples/ex") {
+	if !errors.Is(NoModel(&help, "x"), openai.ErrNoEndpoint) || !strings.Contains(help.String(), "OPENAI_API_KEY=sk-... go run ./examples/ex") || !strings.Contains(help.String(), "go run ./examples/ex -demo") {
 		t.Errorf("NoModel printed %q", help.String())
 	}
 }
