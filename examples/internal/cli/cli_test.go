@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/seed72275b23/agency-go/actions/openai"
+	"github.com/seed72275b23/agency-go/internal/testenv"
 )
 
 func TestParse(t *testing.T) {
@@ -63,11 +64,11 @@ func TestStatus(t *testing.T) {
 }
 
 // Every example, built and run as a user runs it: -h prints its usage on
-// stdout and exits 0; an unknown flag exits 2.
+// stdout and exits 0; an unknown flag exits 2. (Each example's TestUsage
+// checks the same in process; this checks main's exit too, and builds the
+// four, so it is one of the long tests.)
 func TestExamplesFollowTheConvention(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds the examples")
-	}
+	testenv.Long(t)
 	dir := t.TempDir()
 	names := []string{"calculator", "chat", "plans", "support"}
 	args := []string{"build", "-o", dir + string(filepath.Separator)}
