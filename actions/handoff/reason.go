@@ -1,7 +1,6 @@
 package handoff
 
 import (
-	"errors"
 	"strings"
 )
 
@@ -52,13 +51,4 @@ func reasonIn(text string) (Reason, bool) {
 		}
 	}
 	return "", false
-}
-
-// reasonOf returns the Reason an error wraps, or "".
-func reasonOf(err error) Reason {
-	var r Reason
-	if errors.As(err, &r) {
-		return r
-	}
-	return ""
 }

@@ -36,7 +36,6 @@ type Server struct {
 	calls   map[string]*call   // request message id → the call awaiting it
 	stop    context.CancelFunc // ends the discovery loop
 	done    chan struct{}      // closed when the discovery loop has ended
-	changed chan struct{}      // closed and replaced when the tools change
 }
 
 // tool is one action on offer.
@@ -79,7 +78,7 @@ func NewServer(id string, opts ...ServerOption) (*Server, error) {
 		}
 	}
 	s := &Server{cfg: cfg, tools: map[string]*tool{}, calls: map[string]*call{},
-		refresh: make(chan struct{}, 1), changed: make(chan struct{})}
+		refresh: make(chan struct{}, 1)}
 	agentOpts := []agency.Option{agency.Hooks(serverHooks{s}), agency.Concurrency(64), agency.Logger(cfg.logger)}
 	a, err := agency.NewAgent(id, agentOpts...)
 	if err != nil {
@@ -127,13 +126,6 @@ func (s *Server) Tools() []string {
 // they are up to date.
 func (s *Server) Refresh(ctx context.Context) error {
 	return s.survey(ctx)
-}
-
-// changedChan returns a channel closed at the next change of the tools.
-func (s *Server) changedChan() <-chan struct{} {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.changed
 }
 
 // serverHooks holds the agent's hooks, so that they are no part of the
@@ -246,7 +238,6 @@ func (s *Server) apply(next map[string]*tool) {
 			gone = append(gone, name)
 		}
 	}
-	changed := len(gone) > 0
 	if len(gone) > 0 {
 		s.mcp.RemoveTools(gone...)
 	}
@@ -255,14 +246,9 @@ func (s *Server) apply(next map[string]*tool) {
 			next[name] = old
 			continue
 		}
-		changed = true
 		s.mcp.AddTool(t.mcpTool(name), s.handler(name))
 	}
 	s.tools = next
-	if changed {
-		close(s.changed)
-		s.changed = make(chan struct{})
-	}
 }
 
 // newTool makes the tool of one help entry.

@@ -219,7 +219,7 @@ func runJoin(ctx context.Context, command, tool, rawArgs string, w io.Writer) er
 	}
 	value, err := agency.Call[any](ctx, user, "Server", tool, args)
 	if err != nil {
-		return fmt.Errorf("Server.%s: %w", tool, err)
+		return fmt.Errorf("calling Server.%s: %w", tool, err)
 	}
 	if s, ok := value.(string); ok {
 		fmt.Fprintf(w, "Server.%s:\n%s\n", tool, s)
