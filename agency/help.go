@@ -86,9 +86,12 @@ func (a *Agent) helpEntry(act *action, access Access) (json.RawMessage, error) {
 	if act.cfg.help != nil {
 		return act.cfg.help, nil
 	}
-	schema, err := act.args.argsSchema()
-	if err != nil {
-		return nil, err
+	schema := act.cfg.schema
+	if schema == nil {
+		var err error
+		if schema, err = act.args.argsSchema(); err != nil {
+			return nil, err
+		}
 	}
 	h := ActionHelp{Args: schema, Errors: act.cfg.errors, Access: access.String()}
 	if act.cfg.description != nil {
