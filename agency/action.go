@@ -20,7 +20,7 @@ type actionConfig struct {
 	examples    []any             // as given to Example
 	encoded     []json.RawMessage // the examples' arguments, encoded by Register
 	help        json.RawMessage
-	schema      json.RawMessage // the args schema of an action given by RegisterRaw
+	schema      json.RawMessage                     // the args schema of an action given by RegisterRaw
 	approver    interface{ argType() reflect.Type } // an approverOf, set by Approve
 }
 
