@@ -80,7 +80,10 @@ type Config struct {
 	// long as the approver takes.
 	CallTimeout time.Duration
 	// Compat03 also serves A2A 0.3 JSON-RPC callers, at /agents/{id}/v0.3,
-	// and makes the cards readable by them.
+	// and makes the cards readable by them (a card both versions read, as
+	// a2a-go's compatibility layer writes it). It does not go with
+	// Authenticate: in that card the security schemes take their 0.3 shape,
+	// which 1.0 parsers refuse.
 	Compat03 bool
 	// Logger receives the server's diagnostics; silent when nil.
 	Logger *slog.Logger
@@ -123,6 +126,9 @@ func NewServer(ctx context.Context, cfg Config) (*Server, error) {
 	}
 	if len(cfg.Agents) == 0 {
 		return nil, errors.New("a2a: Config.Agents names no agent to serve")
+	}
+	if cfg.Compat03 && cfg.Authenticate != nil {
+		return nil, errors.New("a2a: Compat03 with Authenticate: the card 0.3 callers read declares security schemes in a shape 1.0 callers refuse; serve 0.3 callers from a server without tokens")
 	}
 	if cfg.Store == nil {
 		cfg.Store = store.NewMemory()
