@@ -51,7 +51,7 @@ func newApprovals() *approvals {
 // calculator is the agent the server tests serve: add, divide (b = 0 is an
 // action error), reset (approved by a person), wait (runs until canceled;
 // started is told), secret (denied to everyone but "alice").
-func calculator(ap *approvals, started chan<- struct{}) *agency.Agent {
+func calculator(ap *approvals, started chan<- struct{}, release <-chan struct{}) *agency.Agent {
 	calc := agency.MustNewAgent("Calculator", agency.Concurrency(8))
 	agency.Handle(calc, "add", func(_ context.Context, a AddArgs) (float64, error) { return a.A + a.B, nil },
 		agency.Describe("Adds two numbers"), agency.Returns("the sum"), agency.Example(AddArgs{A: 1, B: 2}))
@@ -68,6 +68,8 @@ func calculator(ap *approvals, started chan<- struct{}) *agency.Agent {
 			select {
 			case ok := <-ap.decide:
 				return ok, nil
+			case <-release:
+				return false, errors.New("the approver has gone")
 			case <-ctx.Done():
 				return false, ctx.Err()
 			}
@@ -79,8 +81,8 @@ func calculator(ap *approvals, started chan<- struct{}) *agency.Agent {
 		select {
 		case <-ctx.Done():
 			return "", ctx.Err()
-		case <-time.After(time.Minute):
-			return "waited", nil
+		case <-release:
+			return "released", nil
 		}
 	}, agency.Describe("Waits until canceled"))
 	agency.Handle(calc, "secret", func(context.Context, struct{}) (string, error) { return "42", nil },
@@ -96,6 +98,8 @@ type world struct {
 	http    *httptest.Server
 	ap      *approvals
 	started chan struct{}
+	release chan struct{} // closed on stop: ends the Calculator's waits
+	once    sync.Once
 }
 
 // tokens maps the test's bearer tokens to callers.
@@ -115,14 +119,20 @@ func newWorld(t *testing.T, dir string, auth bool, agents ...*agency.Agent) *wor
 	if dir == "" {
 		dir = t.TempDir()
 	}
-	ctx := context.Background()
-	w := &world{sp: space.NewLocal(), ap: newApprovals(), started: make(chan struct{}, 4)}
-	st, err := sqlitestore.Open(ctx, filepath.Join(dir, "tasks.db"))
+	st, err := sqlitestore.Open(context.Background(), filepath.Join(dir, "tasks.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	w.st = st
-	if err := w.sp.Add(ctx, calculator(w.ap, w.started)); err != nil {
+	return newWorldOn(t, st, auth, agents...)
+}
+
+// newWorldOn is newWorld with tasks in st, which it closes on stop.
+func newWorldOn(t *testing.T, st store.Store, auth bool, agents ...*agency.Agent) *world {
+	t.Helper()
+	ctx := context.Background()
+	w := &world{sp: space.NewLocal(), st: st, ap: newApprovals(), started: make(chan struct{}, 4), release: make(chan struct{})}
+	var err error
+	if err := w.sp.Add(ctx, calculator(w.ap, w.started, w.release)); err != nil {
 		t.Fatal(err)
 	}
 	ids := []string{"Calculator"}
@@ -141,20 +151,23 @@ func newWorld(t *testing.T, dir string, auth bool, agents ...*agency.Agent) *wor
 		t.Fatal(err)
 	}
 	w.http = httptest.NewServer(w.srv)
-	var once sync.Once
-	t.Cleanup(func() { once.Do(w.stop) })
+	t.Cleanup(w.stop)
 	return w
 }
 
-// stop shuts the world down, as a process that ends would.
+// stop shuts the world down, as a process that ends would: the server
+// first, so that what its callers wait for stays as it is in the store.
 func (w *world) stop() {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	w.http.CloseClientConnections()
-	w.http.Close()
-	_ = w.srv.Close(ctx)
-	_ = w.sp.Close(ctx)
-	_ = w.st.Close()
+	w.once.Do(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		w.http.CloseClientConnections()
+		w.http.Close()
+		_ = w.srv.Close(ctx)
+		close(w.release)
+		_ = w.sp.Close(ctx)
+		_ = w.st.Close()
+	})
 }
 
 func testCtx(t *testing.T) context.Context {
