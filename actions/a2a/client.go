@@ -217,9 +217,13 @@ func (r *Remote) register() error {
 			r.logger.Warn("a2a: a remote skill is left out", "agent", r.agent.ID(), "skill", skill, "error", err)
 		}
 	}
-	desc := "Talk to " + r.card.Name + ", a remote A2A agent: " + r.card.Description
-	if err := agency.Register(r.agent, "say", r.say, agency.Describe(desc), agency.Returns("its answer")); err != nil {
-		return fmt.Errorf("a2a: %w", err)
+	// An agent of a Server takes text where it has a say; any other
+	// agent takes text.
+	if !r.native || schemas["say"] != nil {
+		desc := "Talk to " + r.card.Name + ", a remote A2A agent: " + r.card.Description
+		if err := agency.Register(r.agent, "say", r.say, agency.Describe(desc), agency.Returns("its answer")); err != nil {
+			return fmt.Errorf("a2a: %w", err)
+		}
 	}
 	if len(r.cfg.HandoffFrom) > 0 {
 		if err := handoff.Accept(r.agent, r.takeOver, r.cfg.HandoffFrom...); err != nil {

@@ -59,8 +59,8 @@ func TestRemoteAgency(t *testing.T) {
 	if _, ok := help["secret"]; !ok {
 		t.Fatalf("alice's token shows secret: %v", help)
 	}
-	if _, ok := help["say"]; !ok {
-		t.Fatal("no say")
+	if _, ok := help["say"]; ok {
+		t.Fatal("a say the Calculator does not have")
 	}
 	sum, err := agency.Call[float64](ctx, user, "RemoteCalc", "add", map[string]any{"a": 1, "b": 2})
 	if err != nil || sum != 3 {
