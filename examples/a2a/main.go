@@ -111,7 +111,9 @@ func serve(ctx context.Context, addr, db, token string, stdout, stderr io.Writer
 			"Calculator": `Adds and divides. Call a skill with a data part {"action": "add", "args": {"a": 1, "b": 2}}.`,
 			"Chat":       "An assistant on a scripted model: say something with two numbers in it, and it has the Calculator add them.",
 		}}
-	if token != "" {
+	if token == "" {
+		cfg.Compat03 = true // A2A 0.3 callers too, at /agents/{id}/v0.3
+	} else {
 		cfg.Authenticate = func(_ context.Context, t string) (string, error) {
 			if t != token {
 				return "", errors.New("not this server's token")
