@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
+
+	"github.com/seed72275b23/agency-go/agency"
 )
 
 // Bad input gets a clear JSON-RPC error, and the server keeps serving.
@@ -54,7 +56,7 @@ func TestServerBadInput(t *testing.T) {
 // A caller reads, cancels and continues only its own tasks; a request
 // without a good token is refused.
 func TestServerCallers(t *testing.T) {
-	w := newWorld(t, "", true)
+	w := newWorld(t, "", true, agency.MustNewAgent("Other"))
 	url := w.http.URL + "/agents/Calculator/"
 
 	for _, token := range []string{"", "forged"} {
@@ -75,6 +77,9 @@ func TestServerCallers(t *testing.T) {
 
 	if _, r := getTask(t, url, "bob-token", task.ID); r.Error == nil || r.Error.Code != -32001 {
 		t.Fatalf("bob read alice's task: %s", r.Result)
+	}
+	if _, r := getTask(t, w.http.URL+"/agents/Other/", "alice-token", task.ID); r.Error == nil || r.Error.Code != -32001 {
+		t.Fatalf("alice read the Calculator's task at another agent: %s", r.Result)
 	}
 	if r := rpc(t, url, "bob-token", "CancelTask", map[string]any{"id": task.ID}); r.Error == nil || r.Error.Code != -32001 {
 		t.Fatalf("bob canceled alice's task: %s", r.Result)

@@ -120,6 +120,13 @@ func TestServerApprovalAndCancel(t *testing.T) {
 	if who := <-w.ap.asked; who != "a2a" {
 		t.Fatalf("the approver was asked for %q", who)
 	}
+	// The input is the approver's: a further message gets the task back, still waiting.
+	more := a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart("please"))
+	more.TaskID, more.ContextID = task.ID, task.ContextID
+	r := rpc(t, url, "", "SendMessage", map[string]any{"message": more})
+	if r.Error != nil || !strings.Contains(string(r.Result), "TASK_STATE_INPUT_REQUIRED") || !strings.Contains(string(r.Result), "waits for approval") {
+		t.Fatalf("a message to the waiting task: %s %+v", r.Result, r.Error)
+	}
 	w.ap.decide <- true
 	waitState(t, url, "", task.ID, a2a.TaskStateCompleted)
 
@@ -148,7 +155,7 @@ func TestServerApprovalAndCancel(t *testing.T) {
 	if id == "" {
 		t.Fatal("the waiting task is not listed")
 	}
-	r := rpc(t, url, "", "CancelTask", map[string]any{"id": id})
+	r = rpc(t, url, "", "CancelTask", map[string]any{"id": id})
 	if r.Error != nil {
 		t.Fatalf("cancel: %+v", r.Error)
 	}
