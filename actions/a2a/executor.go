@@ -336,11 +336,15 @@ func (s *Server) cancelTask(id a2a.TaskID) {
 // the task waiting for input, for the next server on the store.
 func (s *Server) await(agent string, id a2a.TaskID, p *pending) {
 	ctx, cancel := context.WithCancel(s.ctx)
-	if !s.track(id, cancel) {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
 		cancel()
 		return
 	}
-	s.wg.Add(1)
+	s.running[id] = cancel
+	s.wg.Add(1) // under the lock that Close takes before it waits
+	s.mu.Unlock()
 	go func() {
 		defer s.wg.Done()
 		defer cancel()

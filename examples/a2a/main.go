@@ -78,6 +78,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		defer cancel()
 		return call(ctx, *callURL, *token, *action, *argsJSON, *say, stdout)
 	}
+	if host, _, err := net.SplitHostPort(*addr); err == nil && *token == "" {
+		if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+			return fmt.Errorf("%w: -addr %s is reachable from other machines: give -token so that only callers with it call the agents, or listen on 127.0.0.1", errUsage, *addr)
+		}
+	}
 	return serve(ctx, *addr, *db, *token, stdout, stderr)
 }
 
