@@ -19,9 +19,13 @@ type callerAgent struct {
 	err   error
 }
 
-// caller returns the agent of the caller id, adding it to the space the
-// first time.
-func (s *Server) caller(ctx context.Context, id string) (*agency.Agent, error) {
+// caller returns the agent the caller speaks through, adding it to the
+// space the first time.
+func (s *Server) caller(ctx context.Context, name string) (*agency.Agent, error) {
+	id := name
+	if s.cfg.CallerAgent != nil {
+		id = s.cfg.CallerAgent(name)
+	}
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()

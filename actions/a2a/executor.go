@@ -125,7 +125,7 @@ func (e *executor) Execute(ctx context.Context, ec *a2asrv.ExecutorContext) iter
 			return
 		}
 		if s.requested(ctx, proxy, e.agent, c.Action) {
-			p := &pending{Caller: caller, ContextID: ec.ContextID, Call: c, MessageID: agency.NewID(), Since: time.Now().UTC()}
+			p := &pending{Caller: caller, Instance: s.cfg.Instance, ContextID: ec.ContextID, Call: c, MessageID: agency.NewID(), Since: time.Now().UTC()}
 			if err := s.putPending(ctx, e.agent, ec.TaskID, p); err != nil {
 				yield(failure(ec, string(agency.ErrorActionFailed), "keeping the call for approval: "+err.Error()), nil)
 				return
@@ -376,7 +376,7 @@ func (s *Server) approvedCall(ctx context.Context, agent string, id a2a.TaskID, 
 }
 
 // resume sends again the calls that waited for approval when the last
-// server on the store stopped.
+// server of this Instance on the store stopped.
 func (s *Server) resume(ctx context.Context) error {
 	for _, sv := range s.agents {
 		docs, err := s.cfg.Store.List(ctx, store.Query{Kind: KindPending, Parent: sv.id})
@@ -388,6 +388,9 @@ func (s *Server) resume(ctx context.Context) error {
 			if err := json.Unmarshal(d.Body, &p); err != nil {
 				s.logger.Warn("a2a: a call waiting for approval is unreadable", "agent", sv.id, "task", d.ID, "error", err)
 				continue
+			}
+			if p.Instance != s.cfg.Instance {
+				continue // another process's: it waits there, or is sent again when that process starts
 			}
 			s.logger.Info("a2a: a call waits for approval again", "agent", sv.id, "task", d.ID, "action", p.Call.Action, "caller", p.Caller)
 			s.await(sv.id, a2a.TaskID(d.ID), &p)

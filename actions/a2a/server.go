@@ -64,6 +64,17 @@ type Config struct {
 	// the request (401). The cards declare the bearer scheme. When nil,
 	// every caller is DefaultCaller (or Anonymous).
 	Authenticate func(ctx context.Context, token string) (caller string, err error)
+	// CallerAgent, when set, names the agent a caller speaks through (the
+	// sender of its calls); by default the caller's own id. Several server
+	// processes on amqpspace need it: an agent id is one agent on the
+	// broker, so each process gives its callers ids of its own
+	// (caller+"@"+instance, matched in access policies by "alice@*").
+	CallerAgent func(caller string) string
+	// Instance names this server process among several on one store: a
+	// starting server sends again only the calls waiting for approval
+	// that a server of its own Instance took (a restarted process keeps
+	// its name). Empty by default, for one process.
+	Instance string
 	// Anonymous is the sender id of callers when Authenticate is nil, and
 	// the caller whose view of help makes the public card: DefaultCaller
 	// when empty.

@@ -189,6 +189,7 @@ func (t *tasks) List(ctx context.Context, req *a2a.ListTasksRequest) (*a2a.ListT
 // document.
 type pending struct {
 	Caller    string    `json:"caller"`
+	Instance  string    `json:"instance,omitempty"` // the server process that took it
 	ContextID string    `json:"context_id"`
 	Call      call      `json:"call"`
 	MessageID string    `json:"message_id"` // the agency message's id, sent again after a restart
