@@ -27,9 +27,9 @@
 // (Config.Authenticate maps a bearer token to it): access policies apply
 // per caller, and a caller reads only its own tasks.
 //
-// Join goes the other way: a remote A2A agent becomes an agent of the
-// space, whose actions are the remote skills (plus "say" for text), so
-// that LLM agents call it and hand conversations to it.
+// NewRemote goes the other way: a remote A2A agent becomes an agent of
+// the space, whose actions are the remote skills (plus "say" for text),
+// so that LLM agents call it and hand conversations to it.
 //
 // docs/a2a.md describes both sides, the limits and what interoperates.
 package a2a
