@@ -66,6 +66,9 @@ func TestServerCard(t *testing.T) {
 		for _, s := range card.Skills {
 			skills = append(skills, s.ID)
 		}
+		if ex := card.Skills[0].Examples; len(ex) != 1 || ex[0] != `{"action":"add","args":{"a":1,"b":2}}` {
+			t.Fatalf("add's examples: %q", ex)
+		}
 		// The anonymous view: secret is alice's only.
 		if strings.Join(skills, ",") != "add,divide,reset,wait" {
 			t.Fatalf("skills %v", skills)
