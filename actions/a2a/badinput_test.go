@@ -2,9 +2,13 @@ package a2a_test
 
 import (
 	"bytes"
+	"context"
+	"encoding/json"
+	"io"
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
 
@@ -95,6 +99,34 @@ func TestServerCallers(t *testing.T) {
 	}
 	if again, r := getTask(t, url, "alice-token", task.ID); r.Error != nil || again.Status.State != a2a.TaskStateCompleted {
 		t.Fatalf("alice's task: %+v", r.Error)
+	}
+
+	// Nor may bob follow alice's task while it runs.
+	running := a2a.NewMessage(a2a.MessageRoleUser, call("wait", nil))
+	r = rpc(t, url, "alice-token", "SendMessage", map[string]any{"message": running, "configuration": map[string]any{"returnImmediately": true}})
+	var started struct {
+		Task *a2a.Task `json:"task"`
+	}
+	if err := json.Unmarshal(r.Result, &started); err != nil || started.Task == nil {
+		t.Fatalf("a task that waits: %s %+v", r.Result, r.Error)
+	}
+	<-w.started
+	body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "method": "SubscribeToTask", "params": map[string]any{"id": started.Task.ID}})
+	sctx, cancel := context.WithTimeout(testCtx(t), 3*time.Second) // a stream that stays open is the failure
+	defer cancel()
+	req, _ := http.NewRequestWithContext(sctx, "POST", url, bytes.NewReader(body))
+	req.Header.Set("Authorization", "Bearer bob-token")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ := io.ReadAll(resp.Body) // what came before the stream ended or the timeout
+	resp.Body.Close()
+	if !strings.Contains(string(got), "-32001") || strings.Contains(string(got), "TASK_STATE") {
+		t.Fatalf("bob subscribed to alice's task: %s", got)
+	}
+	if r := rpc(t, url, "alice-token", "CancelTask", map[string]any{"id": started.Task.ID}); r.Error != nil {
+		t.Fatalf("cancel: %+v", r.Error)
 	}
 
 	// The approver learns who asks.

@@ -86,7 +86,7 @@ type conversation struct {
 // sayArgs is what "say" takes, as an LLM agent's say does.
 type sayArgs = openai.SayArgs
 
-// skillArgs is what the action of a skill of a foreign agent takes.
+// skillSchema is what the action of a foreign agent's skill takes.
 var skillSchema = json.RawMessage(`{"type":"object","properties":{"message":{"type":"string","description":"what to ask of the skill, in words"}},"required":["message"],"additionalProperties":false}`)
 
 // NewRemote resolves the card at cfg.URL and returns the agent that stands
@@ -143,8 +143,11 @@ func resolveCard(ctx context.Context, cfg RemoteConfig) (*a2a.AgentCard, error) 
 	base, opts := cfg.URL, []agentcard.ResolveOption(nil)
 	if strings.HasSuffix(base, ".json") {
 		i := strings.Index(base, "://")
-		j := strings.Index(base[i+3:], "/")
-		if i < 0 || j < 0 {
+		j := -1
+		if i >= 0 {
+			j = strings.Index(base[i+3:], "/")
+		}
+		if j < 0 {
 			return nil, fmt.Errorf("a2a: %q is not a card's URL", base)
 		}
 		base, opts = base[:i+3+j], []agentcard.ResolveOption{agentcard.WithPath(base[i+3+j:])}

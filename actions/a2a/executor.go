@@ -24,7 +24,7 @@ type call struct {
 	Text   bool            `json:"text,omitempty"` // from text parts: the answer is text
 }
 
-// errUsage says how to address an agent.
+// usage says how to address an agent.
 const usage = `send a data part {"action": NAME, "args": {...}} to call one of the agent's actions (its card lists them as skills), or text to talk to it through its action "say"`
 
 // parseCall reads the call a message makes.

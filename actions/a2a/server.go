@@ -185,7 +185,7 @@ func NewServer(ctx context.Context, cfg Config) (*Server, error) {
 		sv := &served{id: id, tasks: &tasks{st: cfg.Store, agent: id}}
 		h := a2asrv.NewHandler(&executor{s: s, agent: id},
 			a2asrv.WithTaskStore(sv.tasks),
-			a2asrv.WithCallInterceptors(identify{}),
+			a2asrv.WithCallInterceptors(identify{tasks: sv.tasks}),
 			a2asrv.WithLogger(logger),
 			a2asrv.WithCapabilityChecks(&a2a.AgentCapabilities{Streaming: true}),
 		)
@@ -243,14 +243,22 @@ func (s *Server) Close(ctx context.Context) error {
 type callerKey struct{}
 
 // identify gives A2A's call context the caller the HTTP layer found, so
-// that the task store knows whose tasks are whose.
+// that the task store knows whose tasks are whose. It also checks that a
+// subscription is to one of the caller's tasks: a2a-go streams the events
+// of a running task to whoever names it.
 type identify struct {
 	a2asrv.PassthroughCallInterceptor
+	tasks *tasks
 }
 
-func (identify) Before(ctx context.Context, cc *a2asrv.CallContext, _ *a2asrv.Request) (context.Context, any, error) {
+func (i identify) Before(ctx context.Context, cc *a2asrv.CallContext, req *a2asrv.Request) (context.Context, any, error) {
 	if id, ok := ctx.Value(callerKey{}).(string); ok {
 		cc.User = a2asrv.NewAuthenticatedUser(id, nil)
+	}
+	if sub, ok := req.Payload.(*a2a.SubscribeToTaskRequest); ok && sub != nil {
+		if _, err := i.tasks.Get(ctx, sub.ID); err != nil {
+			return ctx, nil, err
+		}
 	}
 	return ctx, nil, nil
 }
