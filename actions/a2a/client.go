@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -378,11 +379,17 @@ type answer struct {
 }
 
 // send sends msg, follows its task until it ends or asks for input, and
-// turns failures into errors.
+// turns failures into errors. To a remote that streams, it streams, so
+// that it learns the task's id at once and can cancel the task when the
+// caller stops waiting; to any other it sends and polls.
 func (r *Remote) send(ctx context.Context, msg *a2a.Message) (answer, error) {
 	ctx, cancel := context.WithTimeout(ctx, r.cfg.Timeout)
 	defer cancel()
-	res, err := r.client.SendMessage(ctx, &a2a.SendMessageRequest{Message: msg})
+	req := &a2a.SendMessageRequest{Message: msg}
+	if r.card.Capabilities.Streaming {
+		return r.stream(ctx, req)
+	}
+	res, err := r.client.SendMessage(ctx, req)
 	if err != nil {
 		return answer{}, r.transportError(ctx, "SendMessage", err)
 	}
@@ -395,31 +402,93 @@ func (r *Remote) send(ctx context.Context, msg *a2a.Message) (answer, error) {
 	return answer{}, fmt.Errorf("%w %s answered %T, neither a message nor a task", ErrRemote, r.agent.ID(), res)
 }
 
-// follow reads the task again until it ends or waits for the caller's
-// input; on a timeout it cancels it.
+// stream sends req as a stream and builds the task from its events until
+// it settles; a stream that ends before that is followed by polling.
+func (r *Remote) stream(ctx context.Context, req *a2a.SendMessageRequest) (answer, error) {
+	var task *a2a.Task
+	continuing := req.Message.TaskID != "" // the first snapshot still asks the question being answered
+	for ev, err := range r.client.SendStreamingMessage(ctx, req) {
+		if err != nil {
+			if task != nil && ctx.Err() != nil {
+				r.cancelTask(task.ID)
+			}
+			return answer{}, r.transportError(ctx, "SendStreamingMessage", err)
+		}
+		switch v := ev.(type) {
+		case *a2a.Message:
+			return answer{parts: v.Parts, contextID: v.ContextID}, nil
+		case *a2a.Task:
+			task = v
+			if continuing && v.Status.State == a2a.TaskStateInputRequired {
+				continue
+			}
+		case *a2a.TaskStatusUpdateEvent:
+			if task == nil {
+				task = &a2a.Task{ID: v.TaskID, ContextID: v.ContextID}
+			}
+			task.Status = v.Status
+		case *a2a.TaskArtifactUpdateEvent:
+			if task == nil {
+				task = &a2a.Task{ID: v.TaskID, ContextID: v.ContextID}
+			}
+			i := slices.IndexFunc(task.Artifacts, func(a *a2a.Artifact) bool { return v.Artifact != nil && a.ID == v.Artifact.ID })
+			switch {
+			case v.Artifact == nil:
+			case i >= 0 && v.Append:
+				task.Artifacts[i].Parts = append(task.Artifacts[i].Parts, v.Artifact.Parts...)
+			case i >= 0:
+				task.Artifacts[i] = v.Artifact
+			default:
+				task.Artifacts = append(task.Artifacts, v.Artifact)
+			}
+		}
+		if _, artifact := ev.(*a2a.TaskArtifactUpdateEvent); task != nil && !artifact {
+			if ans, done, err := r.settle(task); done {
+				return ans, err
+			}
+		}
+	}
+	if task == nil {
+		return answer{}, fmt.Errorf("%w %s ended its stream without a task", ErrRemote, r.agent.ID())
+	}
+	return r.follow(ctx, task)
+}
+
+// settle returns the answer of a task that has ended or waits for the
+// caller's input, and done; a task that goes on is not done.
+func (r *Remote) settle(task *a2a.Task) (ans answer, done bool, err error) {
+	switch st := task.Status.State; {
+	case st == a2a.TaskStateCompleted:
+		var parts []*a2a.Part
+		for _, art := range task.Artifacts {
+			parts = append(parts, art.Parts...)
+		}
+		if len(parts) == 0 && task.Status.Message != nil {
+			parts = task.Status.Message.Parts
+		}
+		return answer{parts: parts, contextID: task.ContextID, taskID: task.ID}, true, nil
+	case st == a2a.TaskStateInputRequired && !r.native:
+		// A question for the caller (an agent of a Server waits for its
+		// approver instead, and is followed).
+		var parts []*a2a.Part
+		if task.Status.Message != nil {
+			parts = task.Status.Message.Parts
+		}
+		return answer{parts: parts, contextID: task.ContextID, taskID: task.ID, inputRequired: true}, true, nil
+	case st == a2a.TaskStateFailed || st == a2a.TaskStateRejected || st == a2a.TaskStateCanceled || st == a2a.TaskStateAuthRequired:
+		return answer{}, true, r.taskError(task)
+	}
+	return answer{}, false, nil
+}
+
+// follow reads the task again until it settles; when the caller stops
+// waiting first, it cancels the task.
 func (r *Remote) follow(ctx context.Context, task *a2a.Task) (answer, error) {
 	tick := time.NewTicker(r.cfg.PollInterval)
 	defer tick.Stop()
 	for {
-		st := task.Status.State
-		switch {
-		case st == a2a.TaskStateCompleted:
-			var parts []*a2a.Part
-			for _, art := range task.Artifacts {
-				parts = append(parts, art.Parts...)
-			}
-			if len(parts) == 0 && task.Status.Message != nil {
-				parts = task.Status.Message.Parts
-			}
-			return answer{parts: parts, contextID: task.ContextID, taskID: task.ID}, nil
-		case st == a2a.TaskStateInputRequired && !r.native:
-			var parts []*a2a.Part
-			if task.Status.Message != nil {
-				parts = task.Status.Message.Parts
-			}
-			return answer{parts: parts, contextID: task.ContextID, taskID: task.ID, inputRequired: true}, nil
-		case st == a2a.TaskStateFailed || st == a2a.TaskStateRejected || st == a2a.TaskStateCanceled || st == a2a.TaskStateAuthRequired:
-			return answer{}, r.taskError(task)
+		if ans, done, err := r.settle(task); done {
+			return ans, err
 		}
 		select {
 		case <-ctx.Done():

@@ -140,10 +140,23 @@ func TestJSServer(t *testing.T) {
 		}
 	}
 	defer stop()
-	line, err := bufio.NewReader(stdout).ReadString('\n')
+	lines := bufio.NewReader(stdout)
+	line, err := lines.ReadString('\n')
 	if err != nil || !strings.HasPrefix(line, "listening ") {
 		t.Fatalf("the JS server: %q %v", line, err)
 	}
+	canceled := make(chan string, 4)
+	go func() {
+		for {
+			l, err := lines.ReadString('\n')
+			if err != nil {
+				return
+			}
+			if id, ok := strings.CutPrefix(strings.TrimSpace(l), "canceled "); ok {
+				canceled <- id
+			}
+		}
+	}()
 	url := strings.TrimSpace(strings.TrimPrefix(line, "listening "))
 
 	told := make(chan string, 4)
@@ -196,6 +209,12 @@ func TestJSServer(t *testing.T) {
 		t.Fatalf("slow: %v", err)
 	}
 	t.Logf("slow: %v after %v", err, time.Since(start))
+	select {
+	case id := <-canceled:
+		t.Logf("the remote task %s was canceled", id)
+	case <-time.After(10 * time.Second):
+		t.Fatal("the task given up was not canceled on the remote")
+	}
 	stop()
 	_, err = agency.Call[string](ctx, user, "Echo", "say", openai.SayArgs{Content: "hi"})
 	if !errors.Is(err, agency.ErrActionFailed) || !strings.Contains(err.Error(), a2a.ErrRemote.Error()) {

@@ -2,7 +2,8 @@
 // it to a space (TestJSServer): node server.mjs. It prints "listening URL"
 // once it serves. Its agent, Echo, answers text with "echo: TEXT"; told
 // "ask", it asks for a name (TASK_STATE_INPUT_REQUIRED) and greets the
-// answer; told "slow", it never answers until canceled.
+// answer; told "slow", it never answers until canceled, and then prints
+// "canceled TASK".
 import express from 'express';
 import { randomUUID } from 'node:crypto';
 import { Role, TaskState } from '@a2a-js/sdk';
@@ -73,6 +74,7 @@ class Echo {
 
   async cancelTask(taskId, bus) {
     this.canceled.add(taskId);
+    console.log(`canceled ${taskId}`);
     bus.publish(AgentEvent.statusUpdate({
       taskId, contextId: '', metadata: undefined,
       status: { state: TaskState.TASK_STATE_CANCELED, message: undefined, timestamp: new Date().toISOString() },
