@@ -125,6 +125,20 @@ func TestServerCallers(t *testing.T) {
 	if !strings.Contains(string(got), "-32001") || strings.Contains(string(got), "TASK_STATE") {
 		t.Fatalf("bob subscribed to alice's task: %s", got)
 	}
+	// Alice may: her stream starts with the task as it is.
+	actx, acancel := context.WithTimeout(testCtx(t), time.Second)
+	defer acancel()
+	req, _ = http.NewRequestWithContext(actx, "POST", url, bytes.NewReader(body))
+	req.Header.Set("Authorization", "Bearer alice-token")
+	resp, err = http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ = io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !strings.Contains(string(got), "TASK_STATE_WORKING") {
+		t.Fatalf("alice's own subscription: %s", got)
+	}
 	if r := rpc(t, url, "alice-token", "CancelTask", map[string]any{"id": started.Task.ID}); r.Error != nil {
 		t.Fatalf("cancel: %+v", r.Error)
 	}
