@@ -150,6 +150,10 @@ func (e *executor) Execute(ctx context.Context, ec *a2asrv.ExecutorContext) iter
 		if errors.Is(err, context.Canceled) && s.ctx.Err() == nil && ctx.Err() == nil {
 			return // canceled: the cancelation writes the task's end
 		}
+		if s.ctx.Err() != nil {
+			yield(failure(ec, string(agency.ErrorActionFailed), "the server shut down while this call ran; whether the action ran is not known: check, and send it again if need be"), nil)
+			return
+		}
 		for _, ev := range outcome(ec, c, res, err) {
 			if !yield(ev, nil) {
 				return
@@ -376,9 +380,29 @@ func (s *Server) approvedCall(ctx context.Context, agent string, id a2a.TaskID, 
 }
 
 // resume sends again the calls that waited for approval when the last
-// server of this Instance on the store stopped.
+// server of this Instance on the store stopped, and fails the tasks whose
+// calls it was running: whether those ran is not known.
 func (s *Server) resume(ctx context.Context) error {
 	for _, sv := range s.agents {
+		marks, err := s.cfg.Store.List(ctx, store.Query{Kind: KindRunning, Parent: sv.id})
+		if err != nil {
+			return fmt.Errorf("a2a: reading the tasks under way: %w", err)
+		}
+		for _, d := range marks {
+			var r running
+			if json.Unmarshal(d.Body, &r) != nil || r.Instance != s.cfg.Instance {
+				continue
+			}
+			if _, err := s.cfg.Store.Get(ctx, KindPending, d.ID); err == nil {
+				continue // it waits for approval: sent again below
+			}
+			info := a2a.TaskInfo{TaskID: a2a.TaskID(d.ID)}
+			msg := failureMessage(info, string(agency.ErrorActionFailed),
+				"the server restarted while this call ran; whether the action ran is not known: check, and send it again if need be")
+			if err := sv.tasks.finish(ctx, a2a.TaskID(d.ID), a2a.TaskStateFailed, msg, nil); err != nil {
+				s.logger.Warn("a2a: a task interrupted by a restart not ended", "agent", sv.id, "task", d.ID, "error", err)
+			}
+		}
 		docs, err := s.cfg.Store.List(ctx, store.Query{Kind: KindPending, Parent: sv.id})
 		if err != nil {
 			return fmt.Errorf("a2a: reading the calls that wait for approval: %w", err)

@@ -182,7 +182,7 @@ func NewServer(ctx context.Context, cfg Config) (*Server, error) {
 		if s.agents[id] != nil {
 			return nil, fmt.Errorf("a2a: Config.Agents names %q twice", id)
 		}
-		sv := &served{id: id, tasks: &tasks{st: cfg.Store, agent: id}}
+		sv := &served{id: id, tasks: &tasks{st: cfg.Store, agent: id, instance: cfg.Instance}}
 		h := a2asrv.NewHandler(&executor{s: s, agent: id},
 			a2asrv.WithTaskStore(sv.tasks),
 			a2asrv.WithCallInterceptors(identify{tasks: sv.tasks}),

@@ -23,14 +23,19 @@ const (
 	// ends, so that a restarted server sends it again (same id, Parent and
 	// User as its task).
 	KindPending = "a2a.pending"
+	// KindRunning marks a task that has not ended, with the Instance of the
+	// server that took it: written with the task, deleted with its end, so
+	// that a restarted server ends the tasks its predecessor was running.
+	KindRunning = "a2a.running"
 )
 
 // tasks is the task store of one served agent: a taskstore.Store over a
 // store.Store, whose tasks only their owner reads or writes (another
 // caller's task is not found, as the A2A specification has it).
 type tasks struct {
-	st    store.Store
-	agent string
+	st       store.Store
+	agent    string
+	instance string // the server's Instance
 }
 
 var _ taskstore.Store = (*tasks)(nil)
@@ -65,7 +70,12 @@ func (t *tasks) Create(ctx context.Context, task *a2a.Task) (taskstore.TaskVersi
 		return taskstore.TaskVersionMissing, err
 	}
 	d := store.Doc{Kind: KindTask, ID: string(task.ID), Parent: t.agent, User: name, Session: task.ContextID, Body: body}
-	if err := t.st.Apply(ctx, store.Changes{Put: []store.Doc{d}}); err != nil {
+	c := store.Changes{Put: []store.Doc{d}}
+	if !task.Status.State.Terminal() {
+		mark, _ := json.Marshal(running{Instance: t.instance})
+		c.Put = append(c.Put, store.Doc{Kind: KindRunning, ID: d.ID, Parent: t.agent, User: name, Body: mark})
+	}
+	if err := t.st.Apply(ctx, c); err != nil {
 		if errors.Is(err, store.ErrConflict) {
 			return taskstore.TaskVersionMissing, taskstore.ErrTaskAlreadyExists
 		}
@@ -114,8 +124,10 @@ func (t *tasks) put(ctx context.Context, d store.Doc, task *a2a.Task) (taskstore
 	d.Body = body
 	c := store.Changes{Put: []store.Doc{d}}
 	if task.Status.State.Terminal() {
-		if p, err := t.st.Get(ctx, KindPending, d.ID); err == nil {
-			c.Delete = []store.Doc{p}
+		for _, kind := range []string{KindPending, KindRunning} {
+			if p, err := t.st.Get(ctx, kind, d.ID); err == nil {
+				c.Delete = append(c.Delete, p)
+			}
 		}
 	}
 	if err := t.st.Apply(ctx, c); err != nil {
@@ -183,6 +195,11 @@ func (t *tasks) List(ctx context.Context, req *a2a.ListTasksRequest) (*a2a.ListT
 		res.Tasks = append(res.Tasks, &task)
 	}
 	return res, nil
+}
+
+// running is the body of a KindRunning document.
+type running struct {
+	Instance string `json:"instance,omitempty"`
 }
 
 // pending is a call that waits for approval: the body of a KindPending
