@@ -65,7 +65,8 @@ type RemoteConfig struct {
 }
 
 // Remote is a remote A2A agent as an agent of a space: each skill of its
-// card is an action, and "say" sends it text.
+// card is an action, and "say" sends it text. Its methods are safe for
+// concurrent use; its agent handles up to 16 calls at once.
 type Remote struct {
 	cfg    RemoteConfig
 	card   *a2a.AgentCard

@@ -100,7 +100,8 @@ type Config struct {
 	Logger *slog.Logger
 }
 
-// Server serves agents of a space over A2A: it is an http.Handler.
+// Server serves agents of a space over A2A: it is an http.Handler. Its
+// methods are safe for concurrent use.
 type Server struct {
 	cfg    Config
 	mux    *http.ServeMux
