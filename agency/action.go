@@ -20,8 +20,11 @@ type actionConfig struct {
 	examples    []any             // as given to Example
 	encoded     []json.RawMessage // the examples' arguments, encoded by Register
 	help        json.RawMessage
-	schema      json.RawMessage                     // the args schema of an action given by RegisterRaw
-	approver    interface{ argType() reflect.Type } // an approverOf, set by Approve
+	// schema and returnsSchema, for an action registered with
+	// RegisterJSON: its arguments' JSON Schema, and its result's.
+	schema        json.RawMessage
+	returnsSchema json.RawMessage
+	approver      interface{ argType() reflect.Type } // an approverOf, set by Approve
 }
 
 func (c *actionConfig) setPolicy(p policy) error {

@@ -22,17 +22,17 @@ type Agent struct {
 	*settings
 
 	actions actionSet // written only before the agent first joins a space
-	conn    atomic.Pointer[Conn]
+	conn    atomic.Pointer[conn]
 
-	// first is the Conn of the agent's first Connect, made in place: an
+	// first is the conn of the agent's first connect, made in place: an
 	// agent in a space is one allocation with its first action and its
-	// Conn, not three. A later Connect makes a new Conn, so that a Conn,
+	// conn, not three. A later connect makes a new conn, so that a conn,
 	// once closed, stays closed for whoever still holds it.
-	first Conn
+	first conn
 }
 
 // joined tells whether the agent has joined a space, or is joining one:
-// set for good by the first Connect, which takes the agent's own Conn.
+// set for good by the first connect, which takes the agent's own conn.
 func (a *Agent) joined() bool { return a.first.taken.Load() }
 
 // settings is what an agent's options set, read-only once the agent is
@@ -57,6 +57,7 @@ type agentConfig struct {
 	concurrency   int
 	sequence      func(*Message) string
 	logger        *slog.Logger
+	changing      bool
 }
 
 // Hooks makes the agent call the hook interfaces v implements ([AfterAdder],
@@ -153,6 +154,9 @@ func NewAgent(id string, opts ...Option) (*Agent, error) {
 		st.logger = c.logger
 	}
 	a := &Agent{id: id, settings: &st}
+	if c.changing {
+		a.actions.more = &moreActions{changes: new(changingActions)}
+	}
 	return a, nil
 }
 
@@ -216,7 +220,7 @@ func (a *Agent) SendMessage(ctx context.Context, m *Message) (string, error) {
 // noRecipient tells the agent's ErrorHandler that m, sent point to point,
 // found no recipient. The [error] takes the agent's queue, as an answer
 // from the recipient would.
-func (c *Conn) noRecipient(m *Message) {
+func (c *conn) noRecipient(m *Message) {
 	if m.To == Broadcast || m.IsResponse() || m.NoReply || c.agent.hooks.err == nil {
 		return
 	}
@@ -239,7 +243,7 @@ func (c *Conn) noRecipient(m *Message) {
 // moment; when ctx is cancelled it is ctx's error. A recipient the space
 // knows to be absent is ErrNoRecipient at once; a space that loses the way
 // the response would come may end the wait with an error of its own (see
-// Conn.FailRequests).
+// conn.FailRequests).
 //
 // Request may be called from inside an action: responses never wait behind
 // the agent's queue.
@@ -306,7 +310,7 @@ func (a *Agent) RequestMessage(ctx context.Context, m *Message) (*Message, error
 }
 
 // prepare fills in and checks an outgoing message.
-func (a *Agent) prepare(m *Message) (*Conn, error) {
+func (a *Agent) prepare(m *Message) (*conn, error) {
 	c := a.conn.Load()
 	if c == nil {
 		return nil, ErrNotAdded
@@ -402,6 +406,9 @@ type actionSet struct {
 type moreActions struct {
 	list   []*action // every action, the first too, in the order registered
 	byName map[string]*action
+	// changes, on an agent made with ChangingActions, holds the actions
+	// RegisterJSON may add and remove while the agent is in a space.
+	changes *changingActions
 }
 
 // actionSetMapAt is the number of actions from which a lookup goes
@@ -409,6 +416,23 @@ type moreActions struct {
 const actionSetMapAt = 9
 
 func (s *actionSet) get(name string) *action {
+	if act := s.getStatic(name); act != nil || s.more == nil || s.more.changes == nil {
+		return act
+	}
+	return s.more.changes.get(name)
+}
+
+// changing returns the actions that may change, on an agent made with
+// ChangingActions; else nil.
+func (s *actionSet) changing() *changingActions {
+	if s.more == nil {
+		return nil
+	}
+	return s.more.changes
+}
+
+// getStatic returns the action registered before the agent joined.
+func (s *actionSet) getStatic(name string) *action {
 	if m := s.more; m != nil {
 		if m.byName != nil {
 			return m.byName[name]
@@ -430,7 +454,11 @@ func (s *actionSet) get(name string) *action {
 func (s *actionSet) len() int {
 	switch {
 	case s.more != nil:
-		return len(s.more.list)
+		n := len(s.more.list)
+		if s.more.changes != nil {
+			n += len(s.more.changes.list())
+		}
+		return n
 	case s.first.h != nil:
 		return 1
 	}
@@ -446,6 +474,13 @@ func (s *actionSet) all() iter.Seq[*action] {
 					return
 				}
 			}
+			if s.more.changes != nil {
+				for _, act := range s.more.changes.list() {
+					if !yield(act) {
+						return
+					}
+				}
+			}
 			return
 		}
 		if s.first.h != nil {
@@ -458,7 +493,7 @@ func (s *actionSet) all() iter.Seq[*action] {
 // none yet, else a new one. The caller fills it in, then adds it, or
 // clears it again.
 func (s *actionSet) slot() *action {
-	if s.first.h == nil {
+	if s.first.h == nil && s.more == nil {
 		return &s.first
 	}
 	return new(action)

@@ -12,6 +12,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/seed72275b23/agency-go/agency"
+	"github.com/seed72275b23/agency-go/agency/driver"
 )
 
 // An agent with Concurrency(n) holds goroutines only while it has work:
@@ -74,7 +75,7 @@ func TestConcurrencyPacing(t *testing.T) {
 		}
 		return true, nil
 	})
-	conn, err := agency.Connect(a, agency.RouterFunc(func(context.Context, *agency.Message) error { return nil }))
+	conn, err := driver.Connect(a, driver.RouterFunc(func(context.Context, *agency.Message) error { return nil }))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -278,7 +279,7 @@ func TestConcurrencyCloseWhileDelivering(t *testing.T) {
 			handled.Add(1)
 			return true, nil
 		})
-		conn, err := agency.Connect(a, agency.RouterFunc(func(context.Context, *agency.Message) error { return nil }))
+		conn, err := driver.Connect(a, driver.RouterFunc(func(context.Context, *agency.Message) error { return nil }))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/seed72275b23/agency-go/agency"
+	"github.com/seed72275b23/agency-go/agency/driver"
 )
 
 // removeCounter counts BeforeRemove calls.
@@ -20,7 +21,7 @@ func TestConnBeforeRemoveOnce(t *testing.T) {
 	for _, early := range []bool{false, true} {
 		hook := &removeCounter{}
 		a := agency.MustNewAgent("Leaver", agency.Hooks(hook))
-		c, err := agency.Connect(a, agency.RouterFunc(func(context.Context, *agency.Message) error { return nil }))
+		c, err := driver.Connect(a, driver.RouterFunc(func(context.Context, *agency.Message) error { return nil }))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -89,7 +90,7 @@ func TestConnFailRequests(t *testing.T) {
 // leaves), and one closed before; afterwards each can join a space again.
 func TestCloseAll(t *testing.T) {
 	ctx := context.Background()
-	route := agency.RouterFunc(func(context.Context, *agency.Message) error { return nil })
+	route := driver.RouterFunc(func(context.Context, *agency.Message) error { return nil })
 	hook := &removeCounter{}
 	var handled atomic.Int32
 	tick := func(context.Context, struct{}) (struct{}, error) {
@@ -101,9 +102,9 @@ func TestCloseAll(t *testing.T) {
 	busy := agency.MustNewAgent("Busy")
 	agency.Handle(busy, "tick", tick)
 	closed := agency.MustNewAgent("Closed")
-	var conns []*agency.Conn
+	var conns []*driver.Conn
 	for _, a := range []*agency.Agent{idle, hooked, busy, closed} {
-		c, err := agency.Connect(a, route)
+		c, err := driver.Connect(a, route)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -120,7 +121,7 @@ func TestCloseAll(t *testing.T) {
 	if err := conns[3].Close(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if err := agency.CloseAll(ctx, conns); err != nil {
+	if err := driver.CloseAll(ctx, conns); err != nil {
 		t.Fatal(err)
 	}
 	if n := hook.n.Load(); n != 1 {
@@ -133,7 +134,7 @@ func TestCloseAll(t *testing.T) {
 		if err := c.Deliver(&agency.Message{To: c.Agent().ID(), From: "X", ID: "late", Action: "tick"}); !errors.Is(err, agency.ErrNoRecipient) {
 			t.Errorf("%s: Deliver after CloseAll: %v, want ErrNoRecipient", c.Agent().ID(), err)
 		}
-		if _, err := agency.Connect(c.Agent(), route); err != nil {
+		if _, err := driver.Connect(c.Agent(), route); err != nil {
 			t.Errorf("%s: Connect after CloseAll: %v", c.Agent().ID(), err)
 		}
 	}
@@ -184,7 +185,7 @@ func TestConnHandlerContextEndsOnRemoval(t *testing.T) {
 		kept = ctx
 		return struct{}{}, nil
 	})
-	c, err := agency.Connect(a, agency.RouterFunc(func(context.Context, *agency.Message) error { return nil }))
+	c, err := driver.Connect(a, driver.RouterFunc(func(context.Context, *agency.Message) error { return nil }))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -277,11 +278,11 @@ func TestConnManyRequestsWaiting(t *testing.T) {
 
 // connectAsker connects an agent "Asker" to a router that keeps what it
 // sends in a channel of room n.
-func connectAsker(t *testing.T, n int) (*agency.Agent, *agency.Conn, chan *agency.Message) {
+func connectAsker(t *testing.T, n int) (*agency.Agent, *driver.Conn, chan *agency.Message) {
 	t.Helper()
 	sent := make(chan *agency.Message, n)
 	a := agency.MustNewAgent("Asker")
-	c, err := agency.Connect(a, agency.RouterFunc(func(_ context.Context, m *agency.Message) error {
+	c, err := driver.Connect(a, driver.RouterFunc(func(_ context.Context, m *agency.Message) error {
 		sent <- m
 		return nil
 	}))
@@ -296,7 +297,7 @@ func connectAsker(t *testing.T, n int) (*agency.Agent, *agency.Conn, chan *agenc
 // closed for good and reaches nobody through it.
 func TestConnAfterRejoining(t *testing.T) {
 	ctx := context.Background()
-	route := agency.RouterFunc(func(context.Context, *agency.Message) error { return nil })
+	route := driver.RouterFunc(func(context.Context, *agency.Message) error { return nil })
 	var handled atomic.Int32
 	a := agency.MustNewAgent("Rejoiner")
 	agency.Handle(a, "tick", func(context.Context, struct{}) (struct{}, error) {
@@ -306,9 +307,9 @@ func TestConnAfterRejoining(t *testing.T) {
 	tick := func(id string) *agency.Message {
 		return &agency.Message{To: "Rejoiner", From: "X", ID: id, Action: "tick", NoReply: true}
 	}
-	var conns []*agency.Conn
+	var conns []*driver.Conn
 	for range 3 {
-		c, err := agency.Connect(a, route)
+		c, err := driver.Connect(a, route)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -341,11 +342,11 @@ func TestConnAfterRejoining(t *testing.T) {
 // ErrAlreadyAdded, whether the agent has joined before or not.
 func TestConnectRace(t *testing.T) {
 	ctx := context.Background()
-	route := agency.RouterFunc(func(context.Context, *agency.Message) error { return nil })
+	route := driver.RouterFunc(func(context.Context, *agency.Message) error { return nil })
 	for round := range 50 {
 		a := agency.MustNewAgent("Racer")
 		if round%2 == 1 { // one that has been in a space and left
-			c, err := agency.Connect(a, route)
+			c, err := driver.Connect(a, route)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -355,13 +356,13 @@ func TestConnectRace(t *testing.T) {
 			}
 		}
 		const n = 4
-		conns := make(chan *agency.Conn, n)
+		conns := make(chan *driver.Conn, n)
 		errs := make(chan error, n)
 		start := make(chan struct{})
 		for range n {
 			go func() {
 				<-start
-				c, err := agency.Connect(a, route)
+				c, err := driver.Connect(a, route)
 				if err != nil {
 					errs <- err
 					return
@@ -370,7 +371,7 @@ func TestConnectRace(t *testing.T) {
 			}()
 		}
 		close(start)
-		var won *agency.Conn
+		var won *driver.Conn
 		for range n {
 			select {
 			case c := <-conns:

@@ -17,7 +17,7 @@ import (
 // than the rest of its delivery.
 type actionContext struct {
 	context.Context
-	conn *Conn
+	conn *conn
 	msg  *Message
 	dl   *deadline // nil: the embedded context's deadline holds
 }
@@ -35,7 +35,7 @@ type ctxKey struct{}
 
 // newActionContext returns the context for m's handler, with m's deadline
 // when it has one; the two come in one allocation.
-func newActionContext(base context.Context, c *Conn, m *Message) *actionContext {
+func newActionContext(base context.Context, c *conn, m *Message) *actionContext {
 	if m.Deadline.IsZero() {
 		return &actionContext{Context: base, conn: c, msg: m}
 	}
@@ -150,13 +150,13 @@ func (c *actionContext) Value(key any) any {
 // that Send made without a deadline, for an agent without trace hooks: the
 // message itself, seen as a context whose parent is the recipient's
 // handlers' context (see handlersContext). It needs nothing beyond the
-// message's pointer to that recipient's Conn, set when it takes it (see
+// message's pointer to that recipient's conn, set when it takes it (see
 // claimContext); a broadcast's other recipients make an actionContext.
 type sentContext sentMessage
 
 // claimContext returns m itself as the context of c's handler, or nil when
 // m is not a message that Send made or another recipient has it.
-func claimContext(c *Conn, m *Message) *sentContext {
+func claimContext(c *conn, m *Message) *sentContext {
 	s := asSent(m)
 	if s == nil || s.handler.Load() != nil || !s.handler.CompareAndSwap(nil, c) {
 		return nil
@@ -182,10 +182,10 @@ func (s *sentContext) Value(key any) any {
 func (s *sentContext) String() string { return "agency.sentContext" }
 
 // handling is what a handler's context tells of the action it runs: the
-// agent's Conn, nil outside an agent, and the message, nil in a hook that
+// agent's conn, nil outside an agent, and the message, nil in a hook that
 // handles none.
 type handling struct {
-	conn *Conn
+	conn *conn
 	msg  *Message
 }
 

@@ -32,7 +32,9 @@
 // OpenTelemetry) lets a tracing library see it with no code in handlers.
 //
 // Agents live in a space (package space and its implementations), which
-// routes [Message] values between them. This package holds no transport code:
-// a space gives each agent a [Router] for its outgoing messages and feeds
-// incoming ones to the [Conn] returned by [Connect].
+// routes [Message] values between them. This package holds no transport code;
+// what a space implementation needs to attach agents (a router for each
+// agent's outgoing messages, a connection to feed incoming ones to) is in
+// package [github.com/seed72275b23/agency-go/agency/driver], which users of
+// agents never import.
 package agency

@@ -16,6 +16,17 @@ var (
 	ErrInvalidArgs      = errors.New("agency: invalid arguments")
 	ErrActionFailed     = errors.New("agency: action failed")
 	ErrTimeout          = errors.New("agency: request timed out")
+	// ErrResponseTooLarge is the error of a request whose response was over
+	// the space's message size limit: the caller gets it at once, its text
+	// naming the response's size and the limit, instead of waiting for a
+	// response that cannot be sent.
+	ErrResponseTooLarge = errors.New("agency: response too large")
+
+	// ErrMessageTooLarge is returned by a space for a message whose
+	// encoding is over its size limit (amqpspace's Config.MaxMessageSize,
+	// space.Local's MaxMessageSize): the message is not sent, and the
+	// error's text names its size and the limit.
+	ErrMessageTooLarge = errors.New("agency: message exceeds the size limit")
 
 	// ErrNoRecipient is returned by Request when the space can tell that no
 	// agent has the recipient id. Send never returns it.
@@ -25,7 +36,7 @@ var (
 	// ErrNotAdded is returned by an agent's messaging methods while it is in
 	// no space.
 	ErrNotAdded = errors.New("agency: agent is not in a space")
-	// ErrAlreadyAdded is returned by Connect for an agent that is in a space.
+	// ErrAlreadyAdded is returned by driver.Connect for an agent that is in a space.
 	ErrAlreadyAdded = errors.New("agency: agent is already in a space")
 
 	ErrInvalidID         = errors.New("agency: invalid agent id")
@@ -44,6 +55,7 @@ const (
 	ErrorInvalidArgs      ErrorType = "invalid_args"
 	ErrorActionFailed     ErrorType = "action_failed"
 	ErrorTimeout          ErrorType = "timeout"
+	ErrorResponseTooLarge ErrorType = "response_too_large"
 )
 
 func (t ErrorType) sentinel() error {
@@ -56,6 +68,8 @@ func (t ErrorType) sentinel() error {
 		return ErrInvalidArgs
 	case ErrorTimeout:
 		return ErrTimeout
+	case ErrorResponseTooLarge:
+		return ErrResponseTooLarge
 	default:
 		return ErrActionFailed
 	}
@@ -99,7 +113,7 @@ func asActionError(err error) *ActionError {
 	if errors.As(err, &ae) {
 		return ae
 	}
-	for _, t := range []ErrorType{ErrorNotFound, ErrorPermissionDenied, ErrorInvalidArgs, ErrorTimeout} {
+	for _, t := range []ErrorType{ErrorNotFound, ErrorPermissionDenied, ErrorInvalidArgs, ErrorTimeout, ErrorResponseTooLarge} {
 		if errors.Is(err, t.sentinel()) {
 			return &ActionError{Type: t, Text: trimSentinel(t, err), cause: err}
 		}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/seed72275b23/agency-go/agency"
+	"github.com/seed72275b23/agency-go/agency/driver"
 )
 
 // errorHook records the [error] messages its agent receives.
@@ -26,7 +27,7 @@ func TestForward(t *testing.T) {
 	defer cancel()
 	var mu sync.Mutex
 	var routed []*agency.Message
-	router := agency.RouterFunc(func(_ context.Context, m *agency.Message) error {
+	router := driver.RouterFunc(func(_ context.Context, m *agency.Message) error {
 		if m.To == "Nobody" {
 			return fmt.Errorf("%w: %q", agency.ErrNoRecipient, m.To)
 		}
@@ -40,7 +41,7 @@ func TestForward(t *testing.T) {
 	if _, err := relay.Forward(ctx, &agency.Message{To: "Worker", Action: "work"}); !errors.Is(err, agency.ErrNotAdded) {
 		t.Errorf("Forward from an agent in no space: %v, want ErrNotAdded", err)
 	}
-	conn, err := agency.Connect(relay, router)
+	conn, err := driver.Connect(relay, router)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -36,7 +36,7 @@ var helpInfo = func() *typeInfo {
 
 // answerHelp responds to help with the entries of the actions the asking
 // agent may call: all of them, or the one named by action_name.
-func (c *Conn) answerHelp(ctx context.Context, m *Message) {
+func (c *conn) answerHelp(ctx context.Context, m *Message) {
 	defer func() {
 		// In process the arguments are the sender's Go value, whose own
 		// MarshalJSON may panic while they are decoded here.
@@ -86,7 +86,7 @@ func (a *Agent) helpEntry(act *action, access Access) (json.RawMessage, error) {
 	if act.cfg.help != nil {
 		return act.cfg.help, nil
 	}
-	schema := act.cfg.schema
+	schema := act.cfg.schema // RegisterJSON's
 	if schema == nil {
 		var err error
 		if schema, err = act.args.argsSchema(); err != nil {
@@ -101,7 +101,11 @@ func (a *Agent) helpEntry(act *action, access Access) (json.RawMessage, error) {
 	if act.cfg.returns != nil {
 		desc = *act.cfg.returns
 	}
-	h.Returns = returnsSchema(act.h.result(), desc)
+	if act.cfg.schema != nil {
+		h.Returns = jsonReturns(act.cfg.returnsSchema, desc)
+	} else {
+		h.Returns = returnsSchema(act.h.result(), desc)
+	}
 	for _, ex := range act.cfg.encoded {
 		b, err := json.Marshal(struct {
 			To     string                     `json:"to"`

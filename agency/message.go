@@ -231,10 +231,10 @@ const sentIDLen = 24
 type sentMessage struct {
 	Message
 	id [sentIDLen]byte
-	// handler is the Conn of the recipient whose handler has the message
+	// handler is the conn of the recipient whose handler has the message
 	// itself as its context; nil until one takes it. The other recipients
 	// of a broadcast make contexts of their own.
-	handler atomic.Pointer[Conn]
+	handler atomic.Pointer[conn]
 }
 
 // newSentMessage returns a message with a new id.

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/seed72275b23/agency-go/agency"
+	"github.com/seed72275b23/agency-go/agency/driver"
 )
 
 // valueHook takes responses, so its agent's Sends ask for them.
@@ -26,7 +27,7 @@ func TestNoReplyForHooklessSenders(t *testing.T) {
 		handled <- struct{}{}
 		return 1, nil
 	})
-	conn, err := agency.Connect(worker, agency.RouterFunc(func(_ context.Context, m *agency.Message) error {
+	conn, err := driver.Connect(worker, driver.RouterFunc(func(_ context.Context, m *agency.Message) error {
 		mu.Lock()
 		routed = append(routed, m)
 		mu.Unlock()
@@ -41,7 +42,7 @@ func TestNoReplyForHooklessSenders(t *testing.T) {
 	deliver := func(sender *agency.Agent, request bool) {
 		t.Helper()
 		var sent *agency.Message
-		c, err := agency.Connect(sender, agency.RouterFunc(func(_ context.Context, m *agency.Message) error {
+		c, err := driver.Connect(sender, driver.RouterFunc(func(_ context.Context, m *agency.Message) error {
 			sent = m
 			return conn.Deliver(m)
 		}))

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/seed72275b23/agency-go/agency"
+	"github.com/seed72275b23/agency-go/agency/driver"
 )
 
 // takenLog records which messages a pacing space was told were taken.
@@ -66,7 +67,7 @@ func TestDeliverFuncPacing(t *testing.T) {
 		return true, nil
 	})
 	requests := make(chan *agency.Message, 4)
-	conn, err := agency.Connect(a, agency.RouterFunc(func(_ context.Context, m *agency.Message) error {
+	conn, err := driver.Connect(a, driver.RouterFunc(func(_ context.Context, m *agency.Message) error {
 		if m.Action == "ping" {
 			requests <- m
 		}

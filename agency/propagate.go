@@ -32,7 +32,7 @@ type TracePropagator interface {
 // extractTrace returns the context m's handler runs with: base, given the
 // trace context of m's traceparent by each of the agent's TracePropagators
 // in turn. One that panics, or returns nil, is passed over.
-func (c *Conn) extractTrace(base context.Context, m *Message) context.Context {
+func (c *conn) extractTrace(base context.Context, m *Message) context.Context {
 	tp, _ := m.Meta[TraceparentKey].(string)
 	if !validTraceparent(tp) {
 		return base

@@ -33,7 +33,7 @@ func TestAsSent(t *testing.T) {
 	if asSent(&Message{ID: m.ID}) != nil || asSent(&Message{}) != nil {
 		t.Fatal("a plain message is taken for one Send made")
 	}
-	c1, c2 := &Conn{}, &Conn{}
+	c1, c2 := &conn{}, &conn{}
 	if claimContext(c1, m) == nil {
 		t.Fatal("the first recipient does not get the message's context")
 	}

@@ -10,17 +10,6 @@ import (
 	"time"
 )
 
-// BroadcastRouter is a Router that can tell which agents a broadcast
-// reached. A space that knows its members (space.Local) gives its agents
-// one, so that [Survey] knows when every agent has answered; over a wire,
-// where no process knows who else is there, a Router need not be one.
-type BroadcastRouter interface {
-	Router
-	// RouteBroadcast routes m, a broadcast, and returns the ids of the
-	// agents that took it in (the sender's too, when it did).
-	RouteBroadcast(ctx context.Context, m *Message) (reached []string, err error)
-}
-
 // DefaultSurveyQuiet is how long Survey waits, in a space that cannot tell
 // who a broadcast reached, after the last answer (or the broadcast) for
 // another before it takes the list as complete.
@@ -82,8 +71,8 @@ const surveySuffix = ".survey"
 // not listed; it knows its own actions). An action denied to a is not
 // listed, as in help.
 //
-// When the survey is complete: in a space whose Router is a
-// BroadcastRouter (space.Local), once every agent the broadcast reached
+// When the survey is complete: in a space whose router is a
+// driver.BroadcastRouter (space.Local), once every agent the broadcast reached
 // has answered; in any other (amqpspace, where no process knows who else
 // is on the broker), once no new answer has come for a quiet period (see
 // SurveyQuiet) after the last one. If ctx ends first, Survey returns the
@@ -132,7 +121,7 @@ func Survey(ctx context.Context, a *Agent, opts ...SurveyOption) (map[string]map
 	defer c.waiting.Add(-1)
 
 	var expect map[string]bool // nil: the space cannot tell
-	if br, ok := c.router.(BroadcastRouter); ok {
+	if br, ok := c.router.(broadcastRouter); ok {
 		reached, err := br.RouteBroadcast(ctx, m)
 		if err != nil {
 			return nil, err
@@ -229,7 +218,7 @@ func (col *collector) drain() []*Message {
 
 // collect takes an answer to a survey: to the survey, while it runs, or
 // away, once it is over. It reports whether m was one.
-func (c *Conn) collect(m *Message) bool {
+func (c *conn) collect(m *Message) bool {
 	if !strings.HasSuffix(m.ParentID, surveySuffix) {
 		return false
 	}

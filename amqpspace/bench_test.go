@@ -20,7 +20,7 @@ import (
 // amqpspace.Space, BenchmarkRawAMQPX the same work with the bare amqp091-go
 // client of bare_test.go, on the same broker, so that their ratio is the
 // cost of amqpspace over what one would write by hand with the same
-// guarantees. Run the pairs interleaved, as internal/bench/cmd/compare
+// guarantees. Run the pairs interleaved, as bench/cmd/compare
 // does, or by hand:
 //
 //	go test -run='^$' -bench='AMQP' -benchtime=3s -count=6 ./amqpspace/

@@ -28,7 +28,9 @@ import (
 func TestConformanceInterop(t *testing.T) {
 	spacetest.Run(t, func(t *testing.T) space.Space {
 		return newSpace(t, amqpspace.Config{Interop: amqpspace.InteropOperandAgency})
-	})
+	}, spacetest.SizeLimited(64<<10, func(t *testing.T) space.Space {
+		return newSpace(t, amqpspace.Config{Interop: amqpspace.InteropOperandAgency, MaxMessageSize: 64 << 10})
+	}))
 }
 
 // kombuProperties are the AMQP properties of a message operand/agency

@@ -13,6 +13,7 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/seed72275b23/agency-go/agency"
+	"github.com/seed72275b23/agency-go/agency/driver"
 	"github.com/seed72275b23/agency-go/space"
 )
 
@@ -25,7 +26,7 @@ const fenceType = "agency.fence"
 type member struct {
 	s    *Space
 	id   string
-	conn *agency.Conn // set under s.mu (and subMu) once the agent is connected
+	conn *driver.Conn // set under s.mu (and subMu) once the agent is connected
 
 	// subMu orders what changes the agent's queues and consumers: its Add,
 	// its re-subscription after a reconnect, and its removal.

@@ -11,6 +11,7 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/seed72275b23/agency-go/agency"
+	"github.com/seed72275b23/agency-go/agency/driver"
 )
 
 // nopAcker acknowledges nothing: the acknowledgement is lost, as with a
@@ -26,7 +27,7 @@ func (nopAcker) Reject(uint64, bool) error     { return amqp.ErrClosed }
 // are lost.
 func newTestMember(t *testing.T, a *agency.Agent) (*member, *subscription) {
 	t.Helper()
-	conn, err := agency.Connect(a, agency.RouterFunc(func(context.Context, *agency.Message) error { return nil }))
+	conn, err := driver.Connect(a, driver.RouterFunc(func(context.Context, *agency.Message) error { return nil }))
 	if err != nil {
 		t.Fatal(err)
 	}

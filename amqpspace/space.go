@@ -15,6 +15,7 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/seed72275b23/agency-go/agency"
+	"github.com/seed72275b23/agency-go/agency/driver"
 	"github.com/seed72275b23/agency-go/space"
 )
 
@@ -35,8 +36,10 @@ var (
 	// delivered; every other error of Send means it was not sent.
 	ErrUnconfirmed = errors.New("amqpspace: the broker has not confirmed the message; it may or may not have been delivered")
 	// ErrMessageTooLarge is returned for a message whose encoding exceeds
-	// Config.MaxMessageSize.
-	ErrMessageTooLarge = errors.New("amqpspace: message exceeds the size limit")
+	// Config.MaxMessageSize. It is agency.ErrMessageTooLarge, which every
+	// space returns for such a message: an agent whose response is too
+	// large answers its caller with agency.ErrResponseTooLarge instead.
+	ErrMessageTooLarge = agency.ErrMessageTooLarge
 	// ErrNoExchange is returned by New when Config.ExchangeMustExist is set
 	// and the broker has no exchange of that name.
 	ErrNoExchange = errors.New("amqpspace: no such exchange on the broker")
@@ -195,7 +198,7 @@ func (s *Space) Add(ctx context.Context, a *agency.Agent) error {
 // happen under one lock, so Close sees every agent that Add lets in. The
 // agent's own lock orders this with its re-subscription after a reconnect
 // (see reconnect): the session is read under it.
-func (s *Space) join(mem *member, a *agency.Agent) (*agency.Conn, error) {
+func (s *Space) join(mem *member, a *agency.Agent) (*driver.Conn, error) {
 	mem.subMu.Lock()
 	defer mem.subMu.Unlock()
 	sess := s.sess.Load()
@@ -228,7 +231,7 @@ func (s *Space) join(mem *member, a *agency.Agent) (*agency.Conn, error) {
 		mem.release(sub)
 		return nil, ErrClosed
 	}
-	conn, err := agency.Connect(a, router{mem: mem})
+	conn, err := driver.Connect(a, router{mem: mem})
 	if err != nil {
 		s.mu.Unlock()
 		mem.release(sub)

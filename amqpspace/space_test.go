@@ -16,7 +16,9 @@ import (
 func TestConformance(t *testing.T) {
 	spacetest.Run(t, func(t *testing.T) space.Space {
 		return newSpace(t, amqpspace.Config{})
-	})
+	}, spacetest.SizeLimited(64<<10, func(t *testing.T) space.Space {
+		return newSpace(t, amqpspace.Config{MaxMessageSize: 64 << 10})
+	}))
 }
 
 // An Add that overlaps Close either fails with ErrClosed or lets in an

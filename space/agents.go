@@ -4,11 +4,11 @@ import (
 	"hash/maphash"
 	"iter"
 
-	"github.com/seed72275b23/agency-go/agency"
+	"github.com/seed72275b23/agency-go/agency/driver"
 )
 
 // agentTable is space.Local's agents by id, laid out for the collector.
-// A map[string]*agency.Conn holds two pointers per agent (the id's bytes
+// A map[string]*driver.Conn holds two pointers per agent (the id's bytes
 // and the Conn), in the map's random order: marking a million agents
 // chases two million pointers to random places, a cache miss each. Here
 // the index from id to place holds no pointer (a hash of the id, and the
@@ -29,7 +29,7 @@ type agentTable struct {
 	others map[string]int32
 	// chunks is the list of the agents' Conns, nil where an agent was
 	// removed; every chunk but the last is full, chunkLen long.
-	chunks [][]*agency.Conn
+	chunks [][]*driver.Conn
 	free   []int32 // the places in the list that are nil
 	n      int32   // the places in the list
 }
@@ -55,13 +55,13 @@ func (t *agentTable) hash(id string) uint64 {
 func (t *agentTable) len() int { return int(t.n) - len(t.free) }
 
 // at returns the place i of the list.
-func (t *agentTable) at(i int32) **agency.Conn {
+func (t *agentTable) at(i int32) **driver.Conn {
 	return &t.chunks[i/chunkLen][i%chunkLen]
 }
 
 // all returns the Conns, in the order of their places.
-func (t *agentTable) all() iter.Seq[*agency.Conn] {
-	return func(yield func(*agency.Conn) bool) {
+func (t *agentTable) all() iter.Seq[*driver.Conn] {
+	return func(yield func(*driver.Conn) bool) {
 		for _, chunk := range t.chunks {
 			for _, c := range chunk {
 				if c != nil && !yield(c) {
@@ -85,7 +85,7 @@ func (t *agentTable) find(h uint64, id string) (int32, bool) {
 }
 
 // get returns the Conn of the agent with the given id and hash h.
-func (t *agentTable) get(h uint64, id string) (*agency.Conn, bool) {
+func (t *agentTable) get(h uint64, id string) (*driver.Conn, bool) {
 	i, ok := t.find(h, id)
 	if !ok {
 		return nil, false
@@ -94,7 +94,7 @@ func (t *agentTable) get(h uint64, id string) (*agency.Conn, bool) {
 }
 
 // insert adds c, whose agent's id has hash h and is not in the table.
-func (t *agentTable) insert(h uint64, c *agency.Conn) {
+func (t *agentTable) insert(h uint64, c *driver.Conn) {
 	var i int32
 	if n := len(t.free); n > 0 {
 		i = t.free[n-1]
@@ -111,7 +111,7 @@ func (t *agentTable) insert(h uint64, c *agency.Conn) {
 			if last >= 0 {
 				size = chunkLen
 			}
-			t.chunks = append(t.chunks, make([]*agency.Conn, 0, size))
+			t.chunks = append(t.chunks, make([]*driver.Conn, 0, size))
 			last++
 		}
 		t.chunks[last] = append(t.chunks[last], c)
@@ -127,7 +127,7 @@ func (t *agentTable) insert(h uint64, c *agency.Conn) {
 }
 
 // remove takes c out, if it is there; h is the hash of its agent's id.
-func (t *agentTable) remove(h uint64, c *agency.Conn) {
+func (t *agentTable) remove(h uint64, c *driver.Conn) {
 	id := c.Agent().ID()
 	i, ok := t.find(h, id)
 	if !ok || *t.at(i) != c {

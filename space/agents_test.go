@@ -33,7 +33,7 @@ func TestLocalTable(t *testing.T) {
 		name string
 		new  func() *space.Local
 	}{
-		{"hashes apart", space.NewLocal},
+		{"hashes apart", func() *space.Local { return space.NewLocal() }},
 		{"all colliding", func() *space.Local { return space.NewLocalColliding(0) }},
 		{"half colliding", func() *space.Local { return space.NewLocalColliding(1) }},
 	} {

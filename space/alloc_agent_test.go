@@ -12,7 +12,7 @@ import (
 )
 
 // Allocation budgets of an agent's life in space.Local, as
-// internal/bench's population makes one: MustNewAgent and one Handle,
+// bench's population makes one: MustNewAgent and one Handle,
 // Add, and the Remove of the idle agent. The ids are made beforehand, and
 // the space's table has room for the agents (its growth, shared by all the
 // agents, is not counted). A change that needs more allocations breaks

@@ -7,20 +7,46 @@ import (
 	"sync/atomic"
 
 	"github.com/seed72275b23/agency-go/agency"
+	"github.com/seed72275b23/agency-go/agency/driver"
 )
 
 // Local is a Space whose agents live in this process. It hands each message
 // to its recipients as it is, without encoding it, so a received message
 // must be treated as read-only. Create one with NewLocal.
 type Local struct {
-	mu     sync.RWMutex
-	agents agentTable
-	closed bool
+	mu      sync.RWMutex
+	agents  agentTable
+	closed  bool
+	maxSize int  // MaxMessageSize; 0: no limit
+	taps    taps // tap.go
+}
+
+// LocalOption configures NewLocal.
+type LocalOption func(*Local)
+
+// MaxMessageSize bounds the encoding of a message in the space to n bytes,
+// as a space that crosses a wire bounds it (amqpspace's
+// Config.MaxMessageSize): a larger message is not delivered and its sender
+// gets an error matching agency.ErrMessageTooLarge; a caller whose
+// response would be larger gets agency.ErrResponseTooLarge at once. Without
+// it a Local space, which never encodes a message, has no limit; with it,
+// each message is encoded once to be measured, which costs what encoding
+// costs: it is for tests of code that will run over a wire. MaxMessageSize
+// panics if n is not positive.
+func MaxMessageSize(n int) LocalOption {
+	if n <= 0 {
+		panic(fmt.Sprintf("space: MaxMessageSize(%d): the limit must be positive", n))
+	}
+	return func(s *Local) { s.maxSize = n }
 }
 
 // NewLocal returns an empty in-process space.
-func NewLocal() *Local {
-	return &Local{agents: newAgentTable()}
+func NewLocal(opts ...LocalOption) *Local {
+	s := &Local{agents: newAgentTable()}
+	for _, o := range opts {
+		o(s)
+	}
+	return s
 }
 
 var _ Space = (*Local)(nil)
@@ -41,11 +67,12 @@ func (s *Local) Add(ctx context.Context, a *agency.Agent) error {
 		s.mu.Unlock()
 		return fmt.Errorf("%w: %q", ErrAgentExists, id)
 	}
-	c, err := agency.Connect(a, &localRouter{s: s, a: a})
-	if err != nil {
+	r := &localRouter{s: s, a: a}
+	if err := r.conn.Connect(a, r); err != nil {
 		s.mu.Unlock()
 		return err
 	}
+	c := &r.conn
 	s.agents.insert(h, c)
 	s.mu.Unlock()
 	c.Added(ctx)
@@ -78,13 +105,13 @@ func (s *Local) Close(ctx context.Context) error {
 		return nil
 	}
 	s.closed = true
-	conns := make([]*agency.Conn, 0, s.agents.len())
+	conns := make([]*driver.Conn, 0, s.agents.len())
 	for c := range s.agents.all() {
 		conns = append(conns, c)
 	}
 	s.mu.Unlock()
 
-	err := agency.CloseAll(ctx, conns)
+	err := driver.CloseAll(ctx, conns)
 	s.mu.Lock()
 	s.agents.reset()
 	s.mu.Unlock()
@@ -103,10 +130,13 @@ type localRouter struct {
 	// right agent, and one that fails sends the message the long way. It
 	// may keep a removed agent's Conn from the collector until the sender
 	// sends elsewhere or leaves.
-	last atomic.Pointer[agency.Conn]
+	last atomic.Pointer[driver.Conn]
+	// conn is the agent's Conn, kept here so that adding an agent
+	// allocates the two at once.
+	conn driver.Conn
 }
 
-var _ agency.BroadcastRouter = (*localRouter)(nil)
+var _ driver.BroadcastRouter = (*localRouter)(nil)
 
 // RouteBroadcast delivers the broadcast m to every agent in the space and
 // returns the ids of those that took it in.
@@ -118,6 +148,12 @@ func (r *localRouter) RouteBroadcast(_ context.Context, m *agency.Message) ([]st
 		return nil, fmt.Errorf("%w: RouteBroadcast of a message to %q", agency.ErrMalformedMessage, m.To)
 	}
 	s := r.s
+	if s.maxSize > 0 {
+		if err := s.checkSize(m); err != nil {
+			return nil, err
+		}
+	}
+	s.observe(m)
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	reached := make([]string, 0, s.agents.len())
@@ -134,6 +170,12 @@ func (r *localRouter) Route(_ context.Context, m *agency.Message) error {
 		return r.forged(m)
 	}
 	s := r.s
+	if s.maxSize > 0 {
+		if err := s.checkSize(m); err != nil {
+			return err
+		}
+	}
+	s.observe(m)
 	if m.To == agency.Broadcast {
 		s.broadcast(m)
 		return nil
@@ -170,6 +212,21 @@ func (s *Local) broadcast(m *agency.Message) {
 // The cold paths of Route, in functions of their own: the recipient's
 // delivery goroutine may call Route (to answer), on a small stack that a
 // deep frame would make grow.
+
+// checkSize measures m's encoding against MaxMessageSize. A response over
+// it is an error agency turns into a response_too_large for the caller.
+//
+//go:noinline
+func (s *Local) checkSize(m *agency.Message) error {
+	body, err := m.MarshalJSON()
+	if err != nil {
+		return err
+	}
+	if len(body) > s.maxSize {
+		return fmt.Errorf("%w: %d bytes encoded, limit %d (space.MaxMessageSize)", agency.ErrMessageTooLarge, len(body), s.maxSize)
+	}
+	return nil
+}
 
 //go:noinline
 func (r *localRouter) forged(m *agency.Message) error {

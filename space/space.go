@@ -19,7 +19,7 @@ type Space interface {
 	Add(ctx context.Context, a *agency.Agent) error
 	// Remove takes the agent with the given id out: it runs its BeforeRemove
 	// hook, handles the messages already queued for it and waits for its
-	// running actions, within ctx (see agency.Conn.Close, also for an agent
+	// running actions, within ctx (see driver.Conn.Close, also for an agent
 	// that removes itself). An unknown id is ErrUnknownAgent.
 	Remove(ctx context.Context, id string) error
 	// Close removes every agent and releases the space. Further calls to Add

@@ -204,11 +204,11 @@ func (r *Remote) register() error {
 			if skill == "say" {
 				continue // registered below, typed
 			}
-			err = agency.RegisterRaw(r.agent, skill, schema, func(ctx context.Context, args json.RawMessage) (any, error) {
+			err = agency.RegisterJSON(r.agent, skill, schema, func(ctx context.Context, args json.RawMessage) (any, error) {
 				return r.callSkill(ctx, skill, args)
 			}, opts...)
 		} else {
-			err = agency.RegisterRaw(r.agent, skill, skillSchema, func(ctx context.Context, args json.RawMessage) (any, error) {
+			err = agency.RegisterJSON(r.agent, skill, skillSchema, func(ctx context.Context, args json.RawMessage) (any, error) {
 				var a struct {
 					Message string `json:"message"`
 				}

@@ -128,7 +128,7 @@ func TestSupportAcrossProcesses(t *testing.T) {
 	}
 
 	events := newRecorder()
-	team := &Team{UserID: id("User"), AfterWork: RevertToUser(), MaxHops: 6, Observer: events,
+	team := &Team{UserID: id("User"), Options: []Option{DefaultAfterWork(RevertToUser()), MaxHops(6), Observe(events)},
 		Members: []string{id("Refunds"), id("Sales"), id("Human")},
 		LLM: []openai.Option{openai.APIKey("test-key"), openai.BaseURL(triageSrv.URL), openai.HTTPClient(triageSrv.Client()),
 			openai.Retries(0, 0), openai.CallTimeout(peerTimeout)}}

@@ -14,60 +14,31 @@ import (
 	"github.com/expr-lang/expr/vm"
 )
 
-// Cond is a boolean expression over a conversation's variables, compiled
+// condition is a boolean expression over a conversation's variables, compiled
 // once with github.com/expr-lang/expr: the language of AG2's context
 // expressions (and, or, not, ==, <, len(), in […], parentheses) and more.
 // A variable's value is data for the expression, never part of its source:
 // a variable that holds "' or true or '" is a string like any other.
 //
-// A Cond is safe for concurrent use.
-type Cond struct {
+// A condition is safe for concurrent use. A Policy compiles its rules'
+// conditions with compile: untyped (variables looked up by name when it is
+// evaluated; one that is missing then is an error, which the Policy reports
+// as a condition_error event, the rule not firing), or, with Env, against
+// a struct whose fields are the only names and whose types every
+// operation must fit. AG2's ${name} is read as name. A syntax error, or
+// an expression whose type cannot be a bool, fails compile, with its
+// position.
+type condition struct {
 	src   string
 	prog  *vm.Program
 	env   reflect.Type // the struct the variables are decoded into; nil: untyped
 	names []string     // the variables an untyped condition reads
 }
 
-// Compile compiles an untyped condition: its variables are looked up by
-// name when it is evaluated, and one that is missing then is an error
-// (which a Policy reports as a condition_error event, the rule not
-// firing). AG2's ${name} is read as name. A syntax error, or an expression
-// whose type cannot be a bool, fails here, with its position.
-func Compile(src string) (*Cond, error) {
-	c, err := compile(src, nil)
-	if err != nil {
-		return nil, fmt.Errorf("handoff: %w", err)
-	}
-	return c, nil
-}
-
-// CompileFor compiles a condition against the struct T: every name must be
-// a field of T (by its expr tag, else its Go name) and every operation must
-// fit the fields' types, or it fails here with the position of the
-// mistake. The variables are decoded into a T (through their JSON, by T's
-// json tags) when the condition is evaluated.
-//
-//	type Account struct {
-//		LoggedIn bool `json:"logged_in" expr:"logged_in"`
-//		Attempts int  `json:"attempts" expr:"attempts"`
-//	}
-//	c, err := handoff.CompileFor[Account]("logged_in and attempts < 3")
-func CompileFor[T any](src string) (*Cond, error) {
-	t := reflect.TypeFor[T]()
-	if t.Kind() != reflect.Struct {
-		return nil, fmt.Errorf("handoff: CompileFor[%v]: the environment must be a struct", t)
-	}
-	c, err := compile(src, t)
-	if err != nil {
-		return nil, fmt.Errorf("handoff: %w", err)
-	}
-	return c, nil
-}
-
 // placeholder is AG2's ${name}.
 var placeholder = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)\}`)
 
-func compile(src string, env reflect.Type) (*Cond, error) {
+func compile(src string, env reflect.Type) (*condition, error) {
 	// ${name} becomes "  name ": the same length, so that a position in an
 	// error is a position in src.
 	code := placeholder.ReplaceAllString(src, "  $1 ")
@@ -79,7 +50,7 @@ func compile(src string, env reflect.Type) (*Cond, error) {
 	if err != nil {
 		return nil, condError(src, err)
 	}
-	c := &Cond{src: src, prog: prog, env: env}
+	c := &condition{src: src, prog: prog, env: env}
 	if env == nil {
 		c.names = names(prog)
 	}
@@ -121,10 +92,10 @@ func (v *nameVisitor) Visit(n *ast.Node) {
 }
 
 // String returns the condition's source.
-func (c *Cond) String() string { return c.src }
+func (c *condition) String() string { return c.src }
 
-// Eval evaluates the condition on v.
-func (c *Cond) Eval(v Vars) (bool, error) {
+// eval evaluates the condition on v.
+func (c *condition) eval(v Vars) (bool, error) {
 	var env any
 	if c.env == nil {
 		for _, n := range c.names {

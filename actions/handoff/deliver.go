@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/seed72275b23/agency-go/actions/openai"
@@ -63,7 +62,8 @@ const (
 //
 // A receiver that is not in the space (after a restart it may join after
 // the sender) is agency.ErrNoRecipient: the relay keeps the handoff and
-// tries again with backoff. No answer in time is another error: the relay
+// tries again with backoff, for AbsentWait; then the handoff goes back to
+// its maker (see giveBack), with a no_recipient reason. No answer in time is another error: the relay
 // gives the handoff back and sends it again on its next pass, and the
 // receiver tells the resent message by its version. A refusal is final:
 // the handoff counts as delivered, and when the conversation is still
@@ -75,30 +75,71 @@ func (p *Policy) deliver(ctx context.Context, a *agency.Agent, m *agency.Message
 	timer := time.AfterFunc(ack, cancel)
 	defer timer.Stop()
 	_, err := a.RequestMessage(rctx, m)
-	var ae *agency.ActionError
-	if err == nil || !errors.As(err, &ae) || errors.Is(err, agency.ErrNoRecipient) || errors.Is(err, agency.ErrTimeout) {
-		return err
-	}
-	var tr Transfer
-	raw, _ := m.Args.(json.RawMessage) // the relay decoded m from its JSON
-	if terr := json.Unmarshal(raw, &tr); terr != nil {
-		p.cfg.logger.Error("handoff: a refused handoff does not decode; dropped", "agent", p.self, "to", m.To, "error", terr)
+	if errors.Is(err, agency.ErrNoRecipient) {
+		since := p.absentSince(m.ID)
+		if time.Since(since) < p.cfg.absent {
+			return err // the relay tries again
+		}
+		p.present(m.ID)
+		tr, ok := p.transferOf(m)
+		if ok {
+			p.giveBack(ctx, m.To, tr, fmt.Errorf("%w: %s is not in the space (waited %v)", ErrNoRecipient, m.To, p.cfg.absent))
+		}
 		return nil
 	}
-	if strings.HasPrefix(ae.Text, movedOn) {
+	p.present(m.ID)
+	var ae *agency.ActionError
+	if err == nil || !errors.As(err, &ae) || errors.Is(err, agency.ErrTimeout) {
+		return err
+	}
+	tr, ok := p.transferOf(m)
+	if !ok {
+		return nil
+	}
+	if r, ok := reasonIn(ae.Text); ok && r == ErrMovedOn {
 		// The receiver's store knows the conversation went on without
 		// this handoff (a resent message, or another agent took it).
 		p.cfg.logger.Warn("handoff: a stale handoff was refused", "conversation", tr.Conversation, "agent", p.self, "to", m.To, "error", err)
 		return nil
 	}
-	p.giveBack(ctx, m.To, tr, err)
+	p.giveBack(ctx, m.To, tr, fmt.Errorf("%w: %w", ErrRefused, err))
 	return nil
 }
 
-// movedOn starts the text of the refusals of a handoff that is stale or
-// that another agent took: the receiver's store knows better than the
-// sender's, and the sender does not take the conversation back.
-const movedOn = "handoff refused, the conversation moved on: "
+// transferOf decodes the Transfer of a handoff message the relay read
+// from the outbox; one that does not decode is logged and dropped.
+func (p *Policy) transferOf(m *agency.Message) (Transfer, bool) {
+	var tr Transfer
+	raw, _ := m.Args.(json.RawMessage) // the relay decoded m from its JSON
+	if err := json.Unmarshal(raw, &tr); err != nil {
+		p.cfg.logger.Error("handoff: a handoff does not decode; dropped", "agent", p.self, "to", m.To, "error", err)
+		return tr, false
+	}
+	return tr, true
+}
+
+// absentSince returns when the receiver of the handoff message id was
+// first found absent, now for the first time.
+func (p *Policy) absentSince(id string) time.Time {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.absent == nil {
+		p.absent = map[string]time.Time{}
+	}
+	t, ok := p.absent[id]
+	if !ok {
+		t = time.Now()
+		p.absent[id] = t
+	}
+	return t
+}
+
+// present forgets that the receiver of the handoff message id was absent.
+func (p *Policy) present(id string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	delete(p.absent, id)
+}
 
 // giveBack makes the Policy's agent hold again a conversation whose
 // handoff to the agent to was refused (not permitted, no handoff action,
@@ -113,7 +154,7 @@ const movedOn = "handoff refused, the conversation moved on: "
 func (p *Policy) giveBack(ctx context.Context, to string, tr Transfer, refusal error) {
 	text := fmt.Sprintf("Sorry, I could not hand this conversation to %s: %v. I am still here.", to, refusal)
 	back := false
-	conv, err := updateConv(ctx, p.cfg.store, tr.Conversation, func(c *Conversation, exists bool) (store.Changes, error) {
+	conv, err := updateConv(ctx, p.cfg.store, tr.owner(), tr.Conversation, func(c *Conversation, exists bool) (store.Changes, error) {
 		back = exists && c.Active == to && c.Version == tr.Version
 		if !back {
 			return store.Changes{}, errUnchanged
@@ -136,7 +177,7 @@ func (p *Policy) giveBack(ctx context.Context, to string, tr Transfer, refusal e
 		ch := store.Changes{Send: []store.Outgoing{out}}
 		if p.memory != nil {
 			note := openai.Message{Role: openai.RoleAssistant, Name: p.self, Content: text}
-			doc, err := p.memory.appended(ctx, tr.Conversation, note)
+			doc, err := p.memory.appended(ctx, openai.ConversationKey(tr.owner(), tr.Conversation), note)
 			if err != nil {
 				return store.Changes{}, err
 			}
@@ -145,14 +186,14 @@ func (p *Policy) giveBack(ctx context.Context, to string, tr Transfer, refusal e
 		return ch, nil
 	})
 	ev := Event{Conversation: tr.Conversation, Agent: p.self, From: p.self, To: to, Name: tr.Name,
-		Hops: conv.Hops, Path: conv.Path, Version: conv.Version, Reason: refusal.Error()}
+		Hops: conv.Hops, Path: conv.Path, Version: conv.Version, Err: refusal}
 	switch {
 	case err != nil:
 		ev.Kind = EventRefused
-		ev.Reason += fmt.Sprintf(" (and it could not be given back: %v)", err)
+		ev.Err = fmt.Errorf("%w (and it could not be given back: %v)", refusal, err)
 	case !back:
 		ev.Kind = EventRefused
-		ev.Reason += " (the conversation went on meanwhile: it stays where it is)"
+		ev.Err = fmt.Errorf("%w (the conversation went on meanwhile: it stays where it is)", refusal)
 	default:
 		ev.Kind = EventReturned
 	}

@@ -38,6 +38,7 @@ type dispatch struct {
 	sp               *space.Local
 	gltfCalls        *calls
 	payments         chan Transfer
+	authorized       []string // the planner's dispatcher's (default: the coordinator and the search agent)
 }
 
 func newDispatch(t *testing.T, st store.Store) *dispatch {
@@ -52,10 +53,14 @@ func newDispatch(t *testing.T, st store.Store) *dispatch {
 
 func (d *dispatch) build() {
 	t := d.t
-	d.team = &Team{UserID: "User", Store: d.st, MaxHops: 12, Observer: d.events, AgentLLM: map[string][]openai.Option{
+	d.team = &Team{UserID: "User", Options: []Option{WithStore(d.st), MaxHops(12), Observe(d.events)}, AgentLLM: map[string][]openai.Option{
 		"planning_agent": append(llmOptions(d.pSrv), openai.MaxSteps(12)), "workbench_search_agent": llmOptions(d.wSrv), "coordinator_agent": llmOptions(d.cSrv),
 	}}
-	disp, err := NewDispatcher([]string{"coordinator_agent", "workbench_search_agent"})
+	authorized := d.authorized
+	if authorized == nil {
+		authorized = []string{"coordinator_agent", "workbench_search_agent"}
+	}
+	disp, err := NewDispatcher(authorized)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -332,6 +337,59 @@ func TestDispatchRestart(t *testing.T) {
 	}
 }
 
+// A handoff the model created stays revoked once its target is no longer
+// authorized: after a rebuild on the same SQLite file with a dispatcher
+// that no longer authorizes the search agent, the handoff the table of c1
+// holds is neither offered nor followed, and an event says it was
+// dropped.
+func TestDispatchRevokedAfterRestart(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "dispatch.db")
+	d := newDispatch(t, nil)
+	d.st = openSQLite(t, d.ctx, path)
+	d.pSrv.Add(calls1("create_handoff", createArgs(searchName, "workbench_search_agent", searchDesc, searchMsg)), textStep("Created."))
+	d.build()
+	d.run("c1", "List every node of scene 42")
+
+	if err := d.sp.Close(d.ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.st.Close(); err != nil {
+		t.Fatal(err)
+	}
+	d.st = openSQLite(t, d.ctx, path)
+	d.authorized = []string{"coordinator_agent"}
+	d.events = newRecorder()
+	// The model calls the handoff it remembers from its history.
+	d.pSrv.Add(calls1(searchName, "{}"), textStep("I cannot reach the search agent."))
+	d.build()
+	res := d.run("c1", "Go on")
+	p := d.pSrv.Requests()
+	for _, r := range p[2:] {
+		if _, ok := r.Tool(searchName); ok {
+			t.Errorf("the revoked handoff is offered: %v", toolNames(r))
+		}
+	}
+	if len(p) != 4 {
+		t.Errorf("the planner's model got %d requests, want 4", len(p))
+	} else if got := lastContent(p[3]); !strings.HasPrefix(got, "error: not_found") {
+		t.Errorf("the call of the revoked handoff read %q", got)
+	}
+	if n := len(d.wSrv.Requests()); n != 0 {
+		t.Errorf("the revoked handoff was followed: the search agent's model got %d requests", n)
+	}
+	if res.Last != "planning_agent" {
+		t.Errorf("the conversation ended with %s", res.Last)
+	}
+	if h, _ := d.team.Holder(d.ctx, "c1"); h != "planning_agent" {
+		t.Errorf("the store names %q the holder", h)
+	}
+	dropped := d.events.of(EventDropped)
+	if len(dropped) == 0 || dropped[0].To != "workbench_search_agent" || dropped[0].Name != searchName ||
+		!errors.Is(dropped[0].Err, ErrRevoked) {
+		t.Errorf("dropped events %+v", dropped)
+	}
+}
+
 // The Dispatcher's own methods: the handoffs every conversation starts
 // with.
 func TestDispatcherMethods(t *testing.T) {
@@ -339,13 +397,13 @@ func TestDispatcherMethods(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !slices.Equal(d.Authorized(), []string{"a", "b"}) {
-		t.Errorf("authorized %v", d.Authorized())
+	if !slices.Equal(d.authorizedIDs(), []string{"a", "b"}) {
+		t.Errorf("authorized %v", d.authorizedIDs())
 	}
-	if err := d.Create(Handoff{Name: "to_c", Target: "c", Description: "C."}); !errors.Is(err, ErrUnauthorized) {
+	if err := d.Add(Handoff{Name: "to_c", Target: "c", Description: "C."}, true); !errors.Is(err, ErrUnauthorized) {
 		t.Errorf("unauthorized: %v", err)
 	}
-	if err := d.Create(Handoff{Name: "to_a", Target: "a", Description: "A."}); !errors.Is(err, ErrExists) {
+	if err := d.Add(Handoff{Name: "to_a", Target: "a", Description: "A."}, true); !errors.Is(err, ErrExists) {
 		t.Errorf("exists: %v", err)
 	}
 	if err := d.Add(Handoff{Name: "to_b", Target: "b", Description: "B."}, false); err != nil {
@@ -366,11 +424,52 @@ func TestDispatcherMethods(t *testing.T) {
 	if err := d.Add(Handoff{Name: "x y", Target: "a", Description: "X."}, true); !errors.Is(err, ErrInvalid) {
 		t.Errorf("bad name: %v", err)
 	}
-	d.DeleteAll()
+	for _, h := range d.Enabled() {
+		if err := d.Delete(h.Name); err != nil {
+			t.Fatal(err)
+		}
+	}
 	if len(d.Enabled()) != 0 {
-		t.Errorf("after DeleteAll: %v", d.Enabled())
+		t.Errorf("after deleting each: %v", d.Enabled())
 	}
 	if _, err := NewDispatcher(nil); err == nil {
 		t.Error("a dispatcher with nobody authorized")
+	}
+}
+
+// Every call checks authorization again: a stored handoff to an agent the
+// dispatcher does not authorize is not made, even when the model calls it
+// without being offered it, and the call reads why.
+func TestDispatchCallRechecks(t *testing.T) {
+	ctx := context.Background()
+	st := store.NewMemory()
+	disp, err := NewDispatcher([]string{"A"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := newRecorder()
+	p, err := NewPolicy("P", []Rule{Dispatch(disp)}, WithStore(st), Observe(rec))
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := openai.ConversationKey("User", "c1")
+	body, _ := json.Marshal([]entry{{Handoff: Handoff{Name: "to_b", Target: "B", Description: "B"}, Enabled: true}})
+	if err := st.Apply(ctx, store.Changes{Put: []store.Doc{{Kind: kindDispatch, ID: tableID("P", 0, key), Parent: key, Body: body}}}); err != nil {
+		t.Fatal(err)
+	}
+	turn := &openai.Turn{Conversation: "c1", Owner: "User", Partner: "User"}
+	_, err = p.call(ctx, turn, openai.ToolCall{ID: "call_1", Name: "to_b", Arguments: "{}"})
+	if err == nil || !strings.Contains(err.Error(), "no longer authorized") || turn.Ended() {
+		t.Errorf("the call of a stored handoff to B: %v (turn ended: %v)", err, turn.Ended())
+	}
+	if got := rec.of(EventDropped); len(got) != 1 || got[0].To != "B" {
+		t.Errorf("events %+v", got)
+	}
+	var r openai.Request
+	if err := p.before(ctx, turn, &r); err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Tools) != 0 {
+		t.Errorf("offered %+v", r.Tools)
 	}
 }

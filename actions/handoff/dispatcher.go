@@ -34,8 +34,8 @@ var (
 
 // Limits of a Handoff.
 const (
-	MaxDescription = 1024 // characters of a Handoff's Description
-	MaxMessage     = 4096 // characters of a Handoff's (and a Transfer's) Message
+	maxDescription = 1024 // characters of a Handoff's Description
+	maxMessage     = 4096 // characters of a Handoff's (and a Transfer's) Message
 )
 
 // namePattern is what the chat-completions API takes as a tool name.
@@ -64,6 +64,10 @@ type Dispatcher struct {
 type entry struct {
 	Handoff
 	Enabled bool `json:"enabled"`
+	// Revoked marks a handoff whose target the dispatcher no longer
+	// authorized when it was offered: it stays in the table, so that a
+	// call of it reads why, but it is never offered or made again.
+	Revoked bool `json:"revoked,omitempty"`
 }
 
 // NewDispatcher returns a Dispatcher whose handoffs may go to the agents
@@ -89,17 +93,14 @@ func NewDispatcher(authorized []string, handoffs ...Handoff) (*Dispatcher, error
 	return d, nil
 }
 
-// Authorized returns the agents the handoffs may go to, sorted.
-func (d *Dispatcher) Authorized() []string { return slices.Clone(d.authorized) }
-
-// Create adds an enabled handoff; see Add.
-func (d *Dispatcher) Create(h Handoff) error { return d.Add(h, true) }
+// authorizedIDs returns the agents the handoffs may go to, sorted.
+func (d *Dispatcher) authorizedIDs() []string { return slices.Clone(d.authorized) }
 
 // Add adds a handoff, enabled or not. It fails with ErrUnauthorized when
 // its target is not authorized, ErrExists when its name is taken, and
 // ErrInvalid when a field is wrong: the name must match
 // ^[a-zA-Z0-9_-]{1,64}$ without "__", the description hold 1 to
-// MaxDescription characters, the message at most MaxMessage.
+// 1,024 characters, the message at most 4,096.
 func (d *Dispatcher) Add(h Handoff, enabled bool) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -114,13 +115,6 @@ func (d *Dispatcher) Add(h Handoff, enabled bool) error {
 // Delete removes a handoff; ErrUnknown when there is none by that name.
 func (d *Dispatcher) Delete(name string) error {
 	return d.change(func(t []entry) ([]entry, error) { return del(t, name) })
-}
-
-// DeleteAll removes every handoff.
-func (d *Dispatcher) DeleteAll() {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	d.entries = nil
 }
 
 // Enable enables a handoff; ErrUnknown when there is none by that name.
@@ -159,6 +153,19 @@ func (d *Dispatcher) table() []entry {
 	return slices.Clone(d.entries)
 }
 
+// authorizedOnly splits t into the entries whose target d authorizes and
+// the others (revoked before, or now).
+func (d *Dispatcher) authorizedOnly(t []entry) (kept, dropped []entry) {
+	for _, e := range t {
+		if !e.Revoked && slices.Contains(d.authorized, e.Target) {
+			kept = append(kept, e)
+		} else {
+			dropped = append(dropped, e)
+		}
+	}
+	return kept, dropped
+}
+
 // dispatchError is an error of a dispatcher operation: it reads as the
 // model should read it ("invalid_args: …") and matches its sentinel.
 type dispatchError struct {
@@ -183,11 +190,11 @@ func (d *Dispatcher) add(t []entry, h Handoff, enabled bool) ([]entry, error) {
 		return nil, &dispatchError{agency.ErrorPermissionDenied,
 			fmt.Sprintf("handoff target %q is not authorized (authorized: %s)", h.Target, strings.Join(d.authorized, ", ")), ErrUnauthorized}
 	}
-	if n := utf8.RuneCountInString(h.Description); n == 0 || n > MaxDescription {
-		return nil, invalidf("description: must hold 1 to at most %d characters, not %d", MaxDescription, n)
+	if n := utf8.RuneCountInString(h.Description); n == 0 || n > maxDescription {
+		return nil, invalidf("description: must hold 1 to at most %d characters, not %d", maxDescription, n)
 	}
-	if n := utf8.RuneCountInString(h.Message); n > MaxMessage {
-		return nil, invalidf("message: must hold at most %d characters, not %d", MaxMessage, n)
+	if n := utf8.RuneCountInString(h.Message); n > maxMessage {
+		return nil, invalidf("message: must hold at most %d characters, not %d", maxMessage, n)
 	}
 	if slices.ContainsFunc(t, func(e entry) bool { return e.Name == h.Name }) {
 		return nil, &dispatchError{agency.ErrorInvalidArgs, fmt.Sprintf("handoff %q already exists; enable, disable or delete it, or create one with another name", h.Name), ErrExists}

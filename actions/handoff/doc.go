@@ -27,7 +27,7 @@
 //
 // Conditions are expressions of github.com/expr-lang/expr (AG2's ${name}
 // is accepted), compiled when the Policy is made: a syntax error, or with
-// a typed environment (CompileFor, Env) a misspelt name or a type error,
+// a typed environment (Env) a misspelt name or a type error,
 // fails then, with its position. Values are data, never spliced into an
 // expression. Tools read the variables with VarsFrom and VarsAs, and
 // return a Reply to set them or to name where the conversation goes next.
@@ -45,7 +45,7 @@
 // take conversations over (Team.Human), and a user agent that runs a
 // conversation from a human.Front until it terminates (Team.Run).
 //
-//	team := &handoff.Team{Store: st, LLM: []openai.Option{openai.Model("gpt-4o-mini")}}
+//	team := &handoff.Team{Options: []handoff.Option{handoff.WithStore(st)}, LLM: []openai.Option{openai.Model("gpt-4o-mini")}}
 //	triage, err := team.Agent("Triage", "You route customers.",
 //		handoff.OnLLM(handoff.To("Refunds"), "Use for refunds.", handoff.Name("transfer_to_refunds")))
 //	refunds, err := team.Agent("Refunds", "You handle refunds.",

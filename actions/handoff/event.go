@@ -8,23 +8,27 @@ import (
 	"time"
 )
 
+// EventKind is the kind of an Event.
+type EventKind string
+
 // The kinds of Event.
 const (
-	EventHandoff        = "handoff"         // an agent handed the conversation on (committed; the message goes out next)
-	EventRefused        = "handoff_refused" // a handoff was not made, or not taken over: Reason says why
-	EventAccepted       = "handoff_accepted"
-	EventReturned       = "handoff_returned" // the receiver refused a committed handoff: its sender holds the conversation again, and the user is told
-	EventCondition      = "condition"        // an OnContext rule fired
-	EventConditionError = "condition_error"  // a condition could not be evaluated: the rule did not fire
-	EventAfterWork      = "after_work"       // what happened after the model answered in text
-	EventLoopLimit      = "loop_limit"       // the hop budget or ping-pong detection stopped a handoff
-	EventVars           = "vars"             // a tool's Reply set variables
-	EventDispatch       = "dispatch"         // the model changed a dispatcher's handoffs
+	EventHandoff        EventKind = "handoff"         // an agent handed the conversation on (committed; the message goes out next)
+	EventRefused        EventKind = "handoff_refused" // a handoff was not made, or not taken over: Err says why
+	EventAccepted       EventKind = "handoff_accepted"
+	EventReturned       EventKind = "handoff_returned" // the receiver refused a committed handoff: its sender holds the conversation again, and the user is told
+	EventCondition      EventKind = "condition"        // an OnContext rule fired
+	EventConditionError EventKind = "condition_error"  // a condition could not be evaluated: the rule did not fire
+	EventAfterWork      EventKind = "after_work"       // what happened after the model answered in text
+	EventLoopLimit      EventKind = "loop_limit"       // the hop budget or ping-pong detection stopped a handoff
+	EventVars           EventKind = "vars"             // a tool's Reply set variables
+	EventDispatch       EventKind = "dispatch"         // the model changed a dispatcher's handoffs
+	EventDropped        EventKind = "handoff_dropped"  // a dispatcher's handoff was neither offered nor made: its target is no longer authorized
 )
 
 // Event is one transition of a conversation.
 type Event struct {
-	Kind         string
+	Kind         EventKind
 	Time         time.Time
 	Conversation string
 	Agent        string // the agent where it happened
@@ -35,7 +39,10 @@ type Event struct {
 	Path         []string
 	Version      int64 // of the conversation, after the transition
 	Vars         Vars  // of a handoff: the variables it carries; of a vars event: those the tool set
-	Reason       string
+	// Err says why, for a refusal, a loop limit, a handoff given back or
+	// dropped (it wraps a Reason: errors.Is(e.Err, ErrNoRecipient)), and a
+	// condition that could not be evaluated.
+	Err error
 }
 
 // Observer receives the events of the agents whose Policy (or Team) it is
@@ -65,7 +72,7 @@ func (ev events) emit(ctx context.Context, e Event) {
 	}
 	level := slog.LevelInfo
 	switch e.Kind {
-	case EventRefused, EventReturned, EventConditionError, EventLoopLimit:
+	case EventRefused, EventReturned, EventConditionError, EventLoopLimit, EventDropped:
 		level = slog.LevelWarn
 	}
 	if !ev.logger.Enabled(ctx, level) {
@@ -88,8 +95,8 @@ func (ev events) emit(ctx context.Context, e Event) {
 		// Their names only: values may be personal (a passport number).
 		attrs = append(attrs, slog.Any("vars", slices.Sorted(maps.Keys(e.Vars))))
 	}
-	if e.Reason != "" {
-		attrs = append(attrs, slog.String("reason", e.Reason))
+	if e.Err != nil {
+		attrs = append(attrs, slog.String("reason", e.Err.Error()))
 	}
-	ev.logger.LogAttrs(ctx, level, "handoff: "+e.Kind, attrs...)
+	ev.logger.LogAttrs(ctx, level, "handoff: "+string(e.Kind), attrs...)
 }

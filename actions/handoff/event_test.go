@@ -2,6 +2,8 @@ package handoff
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"log/slog"
 	"strings"
 	"sync"
@@ -40,12 +42,12 @@ func TestEventsLogged(t *testing.T) {
 	ev := events{obs: ObserverFunc(func(_ context.Context, e Event) { seen = append(seen, e) }), logger: slog.New(rec)}
 	ctx := context.Background()
 	ev.emit(ctx, Event{Kind: EventHandoff, Conversation: "c1", Agent: "Triage", From: "Triage", To: "Refunds", Name: "transfer_to_refunds", Hops: 1, Path: []string{"Triage"}, Version: 3, Vars: Vars{"passport_number": "P123"}})
-	ev.emit(ctx, Event{Kind: EventRefused, Conversation: "c1", Agent: "Triage", From: "Triage", To: "Nobody", Reason: "not permitted"})
-	ev.emit(ctx, Event{Kind: EventLoopLimit, Conversation: "c2", Agent: "Sales", Reason: "hop budget 8 spent"})
+	ev.emit(ctx, Event{Kind: EventRefused, Conversation: "c1", Agent: "Triage", From: "Triage", To: "Nobody", Err: errors.New("not permitted")})
+	ev.emit(ctx, Event{Kind: EventLoopLimit, Conversation: "c2", Agent: "Sales", Err: fmt.Errorf("%w: hop budget 8 spent", ErrLoopLimit)})
 	want := []string{
 		"INFO handoff: handoff conversation=c1 agent=Triage from=Triage to=Refunds name=transfer_to_refunds hops=1 path=[Triage] version=3 vars=[passport_number]",
 		"WARN handoff: handoff_refused conversation=c1 agent=Triage from=Triage to=Nobody reason=not permitted",
-		"WARN handoff: loop_limit conversation=c2 agent=Sales reason=hop budget 8 spent",
+		"WARN handoff: loop_limit conversation=c2 agent=Sales reason=loop_limit: hop budget 8 spent",
 	}
 	if len(rec.records) != len(want) {
 		t.Fatalf("logged %q", rec.records)

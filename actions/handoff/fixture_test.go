@@ -119,7 +119,7 @@ func (r *recorder) Event(ctx context.Context, e Event) {
 	r.changed = make(chan struct{})
 }
 
-func (r *recorder) of(kind string) []Event {
+func (r *recorder) of(kind EventKind) []Event {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	var out []Event
@@ -132,7 +132,7 @@ func (r *recorder) of(kind string) []Event {
 }
 
 // wait waits until n events of the kind have come.
-func (r *recorder) wait(t *testing.T, ctx context.Context, kind string, n int) []Event {
+func (r *recorder) wait(t *testing.T, ctx context.Context, kind EventKind, n int) []Event {
 	t.Helper()
 	for {
 		r.mu.Lock()
@@ -196,8 +196,12 @@ func newSupport(t *testing.T, st store.Store, maxHops int) *support {
 func (s *support) build(start string) {
 	t := s.t
 	t.Helper()
+	opts := []Option{WithStore(s.st), DefaultAfterWork(RevertToUser()), Observe(s.events)}
+	if s.maxHops != 0 {
+		opts = append(opts, MaxHops(s.maxHops))
+	}
 	s.team = &Team{
-		UserID: "User", Store: s.st, AfterWork: RevertToUser(), MaxHops: s.maxHops, Observer: s.events, Members: s.members,
+		UserID: "User", Options: opts, Members: s.members,
 		AgentLLM: map[string][]openai.Option{
 			"Triage": llmOptions(s.triageSrv), "Refunds": llmOptions(s.refundSrv), "Sales": llmOptions(s.salesSrv),
 		},

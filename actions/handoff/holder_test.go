@@ -30,7 +30,7 @@ func TestOneHolder(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The store: Triage holds c1 at version 3.
-	if _, err := updateConv(s.ctx, s.st, "c1", func(c *Conversation, _ bool) (store.Changes, error) {
+	if _, err := updateConv(s.ctx, s.st, "User", "c1", func(c *Conversation, _ bool) (store.Changes, error) {
 		*c = Conversation{Active: "Triage", User: "User", Version: 3, Status: StatusActive}
 		return store.Changes{}, nil
 	}); err != nil {
@@ -51,7 +51,7 @@ func TestOneHolder(t *testing.T) {
 		t.Fatalf("the two handoffs: %v, %v; want one taken, one refused", errs[0], errs[1])
 	}
 	refused := errors.Join(errs...)
-	if !strings.Contains(refused.Error(), "handoff refused, the conversation moved on: conversation \"c1\" is at version 5, the handoff at 4") {
+	if !strings.Contains(refused.Error(), "moved_on: conversation \"c1\" is at version 5, the handoff at 4") {
 		t.Errorf("the refusal: %v", refused)
 	}
 	winner := "Refunds"
@@ -64,7 +64,7 @@ func TestOneHolder(t *testing.T) {
 	if got := shown(s.screen); len(got) != 1 || !strings.HasPrefix(got[0], winner+": ") {
 		t.Errorf("the user was shown %q", got)
 	}
-	if c, _ := LoadConversation(s.ctx, s.st, "c1"); c.Active != winner || c.Version != 5 {
+	if c, _ := LoadConversation(s.ctx, s.st, "User", "c1"); c.Active != winner || c.Version != 5 {
 		t.Errorf("the store: %+v", c)
 	}
 	if n := len(s.events.of(EventRefused)); n != 1 {
@@ -84,7 +84,7 @@ func TestHolderMovedOn(t *testing.T) {
 	ops := agency.MustNewAgent("Ops")
 	s.triageSrv.Add(openaitest.Step{Func: func(r openaitest.Request) openaitest.Step {
 		// Meanwhile Ops hands the conversation to Refunds.
-		c, _ := LoadConversation(s.ctx, s.st, "c1")
+		c, _ := LoadConversation(s.ctx, s.st, "User", "c1")
 		if _, err := ops.Request(s.ctx, "Refunds", Action, Transfer{Conversation: "c1", User: "User", Version: c.Version + 1}); err != nil {
 			t.Errorf("Ops' handoff: %v", err)
 		}
@@ -100,13 +100,13 @@ func TestHolderMovedOn(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := s.triageSrv.Requests()
-	if got := lastContent(r[1]); got != "error: Triage does not hold this conversation any more: Refunds does" {
+	if got := lastContent(r[1]); got != "error: not_holder: Triage does not hold this conversation any more: Refunds does" {
 		t.Errorf("the transfer read %q", got)
 	}
 	if n := len(s.salesSrv.Requests()); n != 0 {
 		t.Errorf("Sales was asked %d times", n)
 	}
-	if c, _ := LoadConversation(s.ctx, s.st, "c1"); c.Active != "Refunds" {
+	if c, _ := LoadConversation(s.ctx, s.st, "User", "c1"); c.Active != "Refunds" {
 		t.Errorf("the holder %q", c.Active)
 	}
 }
@@ -120,7 +120,7 @@ func TestRefusedHandoffGoesBack(t *testing.T) {
 	defer cancel()
 	srv := openaitest.NewServer(t)
 	events := newRecorder()
-	team := &Team{UserID: "User", Observer: events, LLM: llmOptions(srv)}
+	team := &Team{UserID: "User", Options: []Option{Observe(events)}, LLM: llmOptions(srv), Members: []string{"Outsider"}}
 	a1, err := team.Agent("agent_1", "You route customers.", OnContext(To("Outsider"), "vip"))
 	if err != nil {
 		t.Fatal(err)
@@ -154,10 +154,10 @@ func TestRefusedHandoffGoesBack(t *testing.T) {
 		t.Errorf("agent_1's history %+v", h)
 	}
 	back := events.wait(t, ctx, EventReturned, 1)
-	if e := back[0]; e.Agent != "agent_1" || e.To != "Outsider" || e.Hops != 0 || len(e.Path) != 0 || !strings.Contains(e.Reason, "permission_denied") {
+	if e := back[0]; e.Agent != "agent_1" || e.To != "Outsider" || e.Hops != 0 || len(e.Path) != 0 || !strings.Contains(e.Err.Error(), "permission_denied") || !errors.Is(e.Err, ErrRefused) || !errors.Is(e.Err, agency.ErrPermissionDenied) {
 		t.Errorf("the event: %+v", e)
 	}
-	c, err := LoadConversation(ctx, team.Store, "c1")
+	c, err := LoadConversation(ctx, team.Store(), "User", "c1")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -177,10 +177,10 @@ func TestRefusedHandoffGoesBack(t *testing.T) {
 	// went on, and stays where it is.
 	p := team.policies["agent_1"]
 	p.giveBack(ctx, "Outsider", Transfer{Conversation: "c1", User: "User", Version: back[0].Version - 1}, errors.New("refused again"))
-	if c2, _ := LoadConversation(ctx, team.Store, "c1"); c2.Version != c.Version || c2.Active != "agent_1" {
+	if c2, _ := LoadConversation(ctx, team.Store(), "User", "c1"); c2.Version != c.Version || c2.Active != "agent_1" {
 		t.Errorf("a second refusal changed the store: %+v", c2)
 	}
-	if r := events.of(EventRefused); len(r) == 0 || !strings.Contains(r[len(r)-1].Reason, "went on meanwhile") {
+	if r := events.of(EventRefused); len(r) == 0 || !strings.Contains(r[len(r)-1].Err.Error(), "went on meanwhile") {
 		t.Errorf("the second refusal's event: %+v", r)
 	}
 }

@@ -1,6 +1,7 @@
 package handoff
 
 import (
+	"errors"
 	"slices"
 	"testing"
 )
@@ -61,7 +62,7 @@ func TestSupportBounce(t *testing.T) {
 	if got := shown(s.screen); !slices.Equal(got, []string{"Triage: Let me help you directly."}) {
 		t.Errorf("the user was shown %q", got)
 	}
-	log, _ := Log(s.ctx, s.st, "c1")
+	log, _ := Log(s.ctx, s.st, "User", "c1")
 	var hops []string
 	for _, e := range log {
 		hops = append(hops, e.From+"→"+e.To)
@@ -75,7 +76,7 @@ func TestSupportBounce(t *testing.T) {
 	if got := last[len(last)-1].Content; got != want {
 		t.Errorf("Triage's last transfer read %q", got)
 	}
-	if ll := s.events.of(EventLoopLimit); len(ll) != 1 || ll[0].Agent != "Triage" || ll[0].To != "Sales" || ll[0].Reason != want[len("error: "):] {
+	if ll := s.events.of(EventLoopLimit); len(ll) != 1 || ll[0].Agent != "Triage" || ll[0].To != "Sales" || ll[0].Err.Error() != want[len("error: "):] || !errors.Is(ll[0].Err, ErrLoopLimit) {
 		t.Errorf("loop_limit events: %+v", ll)
 	}
 	if s.triageSrv.Left()+s.salesSrv.Left() != 0 {

@@ -14,44 +14,96 @@ import (
 )
 
 // tableID is the id of the table of dispatcher i of an agent in a
-// conversation.
-func tableID(agent string, i int, conversation string) string {
-	return fmt.Sprintf("%s %d %s", agent, i, conversation)
+// conversation, by the conversation's key (openai.ConversationKey).
+func tableID(agent string, i int, key string) string {
+	return fmt.Sprintf("%s %d %s", agent, i, key)
 }
 
-// table returns the handoffs of dispatcher i in a conversation: its own
-// table once the model changed it there, else the dispatcher's handoffs.
-func (p *Policy) table(ctx context.Context, i int, conversation string) ([]entry, error) {
-	t, _, err := p.loadTable(ctx, i, conversation)
-	return t, err
+// table returns the handoffs of dispatcher i in a conversation (by its
+// key): its own table once the model changed it there, else the
+// dispatcher's handoffs; only those whose target the dispatcher
+// authorizes now. dropped are the others: entries of a stored table whose
+// target the dispatcher no longer authorizes (it was built again, after a
+// restart, with a shorter list). They are never offered, never followed.
+func (p *Policy) table(ctx context.Context, i int, key string) (t, dropped []entry, err error) {
+	t, dropped, _, err = p.loadTable(ctx, i, key)
+	return t, dropped, err
 }
 
-func (p *Policy) loadTable(ctx context.Context, i int, conversation string) ([]entry, store.Doc, error) {
-	d, err := p.cfg.store.Get(ctx, KindDispatch, tableID(p.self, i, conversation))
+func (p *Policy) loadTable(ctx context.Context, i int, key string) (t, dropped []entry, doc store.Doc, err error) {
+	d, err := p.cfg.store.Get(ctx, kindDispatch, tableID(p.self, i, key))
 	if errors.Is(err, store.ErrNotFound) {
-		return p.dispatch[i].table(), store.Doc{}, nil
+		t, dropped = p.dispatch[i].authorizedOnly(p.dispatch[i].table())
+		return t, dropped, store.Doc{}, nil
 	}
 	if err != nil {
-		return nil, d, err
+		return nil, nil, d, err
 	}
-	var t []entry
-	if err := json.Unmarshal(d.Body, &t); err != nil {
-		return nil, d, fmt.Errorf("handoff: dispatcher table %q: %w", d.ID, err)
+	var all []entry
+	if err := json.Unmarshal(d.Body, &all); err != nil {
+		return nil, nil, d, fmt.Errorf("handoff: dispatcher table %q: %w", d.ID, err)
 	}
-	return t, d, nil
+	t, dropped = p.dispatch[i].authorizedOnly(all)
+	return t, dropped, d, nil
 }
 
-// entry finds the enabled handoff of that name in the conversation's
-// dispatcher tables.
-func (p *Policy) entry(ctx context.Context, conversation, name string) (Handoff, bool, error) {
+// drop reports the handoffs of dispatcher i in turn t's conversation
+// whose target is no longer authorized, and marks them revoked in the
+// table, so that each is reported once and stays revoked. A table that
+// changed meanwhile is left as it is: the next offer tries again.
+func (p *Policy) drop(ctx context.Context, t *openai.Turn, i int, key string) {
+	kept, dropped, doc, err := p.loadTable(ctx, i, key)
+	if err != nil || doc.ID == "" {
+		return // an error reads again at the call; the dispatcher's own handoffs are all authorized
+	}
+	table := kept
+	for _, e := range dropped {
+		if !e.Revoked {
+			p.ev.emit(ctx, p.droppedEvent(t, e.Handoff))
+			e.Revoked = true
+		}
+		table = append(table, e)
+	}
+	body, err := json.Marshal(table)
+	if err == nil {
+		doc.Body = body
+		err = p.cfg.store.Apply(ctx, store.Changes{Put: []store.Doc{doc}})
+	}
+	if err != nil && !errors.Is(err, store.ErrConflict) {
+		p.cfg.logger.Warn("handoff: could not mark revoked handoffs in the table", "conversation", t.Conversation, "agent", p.self, "error", err)
+	}
+}
+
+func (p *Policy) droppedEvent(t *openai.Turn, h Handoff) Event {
+	return Event{Kind: EventDropped, Conversation: t.Conversation, Agent: p.self, From: p.self, To: h.Target, Name: h.Name,
+		Err: revoked(h)}
+}
+
+// revoked is why a handoff whose target is no longer authorized is not
+// made, in words the model can act on.
+func revoked(h Handoff) error {
+	return fmt.Errorf("%w: the handoff %s was dropped: %s is no longer authorized; do not call it again", ErrRevoked, h.Name, h.Target)
+}
+
+// entry finds the enabled handoff of that name in turn t's dispatcher
+// tables. One whose target is no longer authorized is an error (and an
+// event), never a handoff.
+func (p *Policy) entry(ctx context.Context, t *openai.Turn, name string) (Handoff, bool, error) {
+	key := openai.ConversationKey(t.Owner, t.Conversation)
 	for i := range p.dispatch {
-		t, err := p.table(ctx, i, conversation)
+		table, dropped, err := p.table(ctx, i, key)
 		if err != nil {
 			return Handoff{}, false, err
 		}
-		for _, e := range t {
+		for _, e := range table {
 			if e.Name == name && e.Enabled {
 				return e.Handoff, true, nil
+			}
+		}
+		for _, e := range dropped {
+			if e.Name == name {
+				p.ev.emit(ctx, p.droppedEvent(t, e.Handoff))
+				return Handoff{}, false, revoked(e.Handoff)
 			}
 		}
 	}
@@ -72,6 +124,7 @@ func (p *Policy) manage(ctx context.Context, t *openai.Turn, c openai.ToolCall) 
 	if err := decodeArgs(c.Arguments, &h, fields); err != nil {
 		return "", err
 	}
+	key := openai.ConversationKey(t.Owner, t.Conversation)
 	var result any
 	change := func(table []entry) ([]entry, error) {
 		switch c.Name {
@@ -80,7 +133,7 @@ func (p *Policy) manage(ctx context.Context, t *openai.Turn, c openai.ToolCall) 
 				if i == p.managed {
 					continue
 				}
-				other, err := p.table(ctx, i, t.Conversation)
+				other, _, err := p.table(ctx, i, key)
 				if err != nil {
 					return nil, err
 				}
@@ -109,7 +162,7 @@ func (p *Policy) manage(ctx context.Context, t *openai.Turn, c openai.ToolCall) 
 		}
 	}
 	for attempt := 0; ; attempt++ {
-		table, doc, err := p.loadTable(ctx, p.managed, t.Conversation)
+		table, _, doc, err := p.loadTable(ctx, p.managed, key)
 		if err != nil {
 			return "", err
 		}
@@ -129,8 +182,8 @@ func (p *Policy) manage(ctx context.Context, t *openai.Turn, c openai.ToolCall) 
 			return "", err
 		}
 		err = p.cfg.store.Apply(ctx, store.Changes{Put: []store.Doc{{
-			Kind: KindDispatch, ID: tableID(p.self, p.managed, t.Conversation), Parent: t.Conversation,
-			Session: t.Conversation, Version: doc.Version, Body: body,
+			Kind: kindDispatch, ID: tableID(p.self, p.managed, key), Parent: key,
+			Session: t.Conversation, User: t.Owner, Version: doc.Version, Body: body,
 		}}})
 		if errors.Is(err, store.ErrConflict) && attempt < 16 {
 			continue

@@ -11,14 +11,16 @@ import (
 	"github.com/seed72275b23/agency-go/actions/store"
 )
 
-// MemoryMessages is how many messages of a conversation Memory keeps for
+// memoryMessages is how many messages of a conversation Memory keeps for
 // an agent; older ones are dropped first.
-const MemoryMessages = 200
+const memoryMessages = 200
 
 // Memory returns an openai.Memory that keeps the conversations of the LLM
-// agent with the given id in st (one document of kind KindMemory per
+// agent with the given id in st (one document of kind kindMemory per
 // conversation), so that the agent built again after a restart, on the
-// same store, continues where it stopped. It keeps the last MemoryMessages
+// same store, continues where it stopped. The agent names each
+// conversation to it by its openai.ConversationKey, so that the histories
+// of two owners who name the same conversation id are two documents. It keeps the last 200
 // messages of each conversation, never a tool result without its call.
 // Team gives it to every LLM agent it makes.
 func Memory(st store.Store, agent string) openai.Memory {
@@ -30,9 +32,10 @@ type memory struct {
 	agent string
 }
 
-// memoryID is the id of an agent's history of a conversation; an agent id
-// holds no white space, so the first space ends it.
-func memoryID(agent, conversation string) string { return agent + " " + conversation }
+// memoryID is the id of an agent's history of a conversation, by the
+// conversation's key (openai.ConversationKey: its owner and its id); an
+// agent id holds no white space, so the first space ends it.
+func memoryID(agent, key string) string { return agent + " " + key }
 
 func (m *memory) Load(ctx context.Context, conversation string) ([]openai.Message, error) {
 	h, _, err := m.load(ctx, conversation)
@@ -40,7 +43,7 @@ func (m *memory) Load(ctx context.Context, conversation string) ([]openai.Messag
 }
 
 func (m *memory) load(ctx context.Context, conversation string) ([]openai.Message, store.Doc, error) {
-	d, err := m.st.Get(ctx, KindMemory, memoryID(m.agent, conversation))
+	d, err := m.st.Get(ctx, kindMemory, memoryID(m.agent, conversation))
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, store.Doc{}, nil
 	}
@@ -83,11 +86,11 @@ func (m *memory) changed(ctx context.Context, conversation string, f func([]open
 	if err != nil {
 		return store.Doc{}, err
 	}
-	body, err := json.Marshal(trim(f(h), MemoryMessages))
+	body, err := json.Marshal(trim(f(h), memoryMessages))
 	if err != nil {
 		return store.Doc{}, err
 	}
-	return store.Doc{Kind: KindMemory, ID: memoryID(m.agent, conversation), Parent: conversation, Session: conversation,
+	return store.Doc{Kind: kindMemory, ID: memoryID(m.agent, conversation), Parent: conversation, Session: conversation,
 		Version: d.Version, Body: body}, nil
 }
 

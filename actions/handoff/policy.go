@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"text/template"
+	"time"
 
 	"github.com/seed72275b23/agency-go/actions/openai"
 	"github.com/seed72275b23/agency-go/actions/store"
@@ -23,10 +24,13 @@ const (
 	// DefaultMaxHops is how many handoffs a conversation may make between
 	// two messages of the user.
 	DefaultMaxHops = 8
-	// PingPong is how many handoffs back and forth between the same two
+	// pingPongs is how many handoffs back and forth between the same two
 	// agents, since the user's last message, stop the next one between
 	// them.
-	PingPong = 4
+	pingPongs = 4
+	// DefaultAbsentWait is how long a committed handoff waits for its
+	// receiver to be in the space before it goes back to its maker.
+	DefaultAbsentWait = 15 * time.Second
 )
 
 // Policy is the openai.Extension that applies an agent's rules to its
@@ -60,8 +64,9 @@ const (
 //
 // Loops are bounded: a handoff that would exceed MaxHops since the user's
 // last message, or make the fifth back-and-forth between the same two
-// agents (PingPong), is refused with an error the model reads
-// ("loop_limit: …; answer the user instead"). Every transition is an
+// agents (the fifth back-and-forth), is refused with an error the model reads
+// ("loop_limit: …; answer the user instead"; errors.Is finds
+// ErrLoopLimit). Every transition is an
 // Event for the Observer and a line for the Logger.
 //
 // A Policy serves one agent; its methods are safe for concurrent use.
@@ -82,8 +87,9 @@ type Policy struct {
 	// it there (Team sets it).
 	memory *memory
 
-	mu    sync.Mutex
-	relay *store.Relay
+	mu     sync.Mutex
+	relay  *store.Relay
+	absent map[string]time.Time // handoff message id → when its receiver was first found absent
 
 	// committed, when set, runs after a handoff is committed and before
 	// the relay is woken (tests stop the agent there).
@@ -93,12 +99,12 @@ type Policy struct {
 type transferRule struct {
 	name, description, message string
 	to                         Target
-	avail                      *Cond
+	avail                      *condition
 }
 
 type contextRule struct {
 	to          Target
-	cond, avail *Cond
+	cond, avail *condition
 	message     string
 }
 
@@ -114,6 +120,7 @@ type config struct {
 	logger    *slog.Logger
 	env       reflect.Type
 	relay     store.RelayConfig
+	absent    time.Duration
 	set       map[string]bool
 }
 
@@ -168,15 +175,15 @@ func DefaultAfterWork(t Target) Option {
 	}
 }
 
-// History sets the filter of the history the agent continues a
+// FilterHistory sets the filter of the history the agent continues a
 // conversation handed to it on (default DropOtherToolCalls).
-func History(f Filter) Option {
+func FilterHistory(f Filter) Option {
 	return func(c *config) error {
 		if f == nil {
-			return fmt.Errorf("%w: handoff: History(nil)", agency.ErrInvalidOption)
+			return fmt.Errorf("%w: handoff: FilterHistory(nil)", agency.ErrInvalidOption)
 		}
 		c.filter = f
-		return c.once("History")
+		return c.once("FilterHistory")
 	}
 }
 
@@ -204,8 +211,19 @@ func Logger(l *slog.Logger) Option {
 }
 
 // Env compiles the Policy's conditions against the type of v, a struct
-// (Account{}), as CompileFor does: a misspelt variable or a type mistake
-// then fails NewPolicy. Without it conditions are untyped (see Compile).
+// (Account{}): every name must be a field (by its expr tag, else its Go
+// name) and every operation must fit the fields' types, so a misspelt
+// variable or a type mistake fails NewPolicy, with its position. The
+// variables are decoded into the struct (by its json tags) when a
+// condition is evaluated. Without Env conditions are untyped: variables
+// are looked up by name when a condition is evaluated, and one that is
+// missing then makes the rule not fire (a condition_error event).
+//
+//	type Account struct {
+//		LoggedIn bool `json:"logged_in" expr:"logged_in"`
+//		Attempts int  `json:"attempts" expr:"attempts"`
+//	}
+//	p, err := handoff.NewPolicy("Triage", rules, handoff.Env(Account{}))
 func Env(v any) Option {
 	return func(c *config) error {
 		t := reflect.TypeOf(v)
@@ -230,6 +248,25 @@ func Relay(cfg store.RelayConfig) Option {
 	}
 }
 
+// AbsentWait sets how long a committed handoff waits for a receiver that
+// is not in the space (a target with a typo, a tool's Reply naming an
+// agent that never joined, one that left) before the conversation goes
+// back to the agent that made it: the store names it the holder again, a
+// handoff_returned event says why (its Reason starts with
+// "no_recipient"), and the user is told. Default DefaultAbsentWait; the
+// relay tries again meanwhile, so a receiver that joins within the wait
+// (after a restart, say) gets the handoff. It goes back within d plus the
+// relay's MaxBackoff.
+func AbsentWait(d time.Duration) Option {
+	return func(c *config) error {
+		if d <= 0 {
+			return fmt.Errorf("%w: handoff: AbsentWait(%v): a positive duration", agency.ErrInvalidOption, d)
+		}
+		c.absent = d
+		return c.once("AbsentWait")
+	}
+}
+
 // NewPolicy returns the policy of the agent self with the given rules. It
 // compiles every condition and template now, and fails, naming the rule
 // and the position of the mistake, on a syntax error, on an unknown name
@@ -239,17 +276,30 @@ func NewPolicy(self string, rules []Rule, opts ...Option) (*Policy, error) {
 	if err := agency.ValidateID(self); err != nil {
 		return nil, fmt.Errorf("handoff: NewPolicy: %w", err)
 	}
-	p := &Policy{self: self, managed: -1, static: map[string]bool{}}
+	var c config
 	for _, o := range opts {
-		if err := o(&p.cfg); err != nil {
+		if err := o(&c); err != nil {
 			return nil, err
 		}
 	}
+	return newPolicy(self, rules, c)
+}
+
+// newPolicy makes the Policy of self with the options already applied to
+// c.
+func newPolicy(self string, rules []Rule, c config) (*Policy, error) {
+	if err := agency.ValidateID(self); err != nil {
+		return nil, fmt.Errorf("handoff: NewPolicy: %w", err)
+	}
+	p := &Policy{self: self, managed: -1, static: map[string]bool{}, cfg: c}
 	if p.cfg.store == nil {
 		p.cfg.store = store.NewMemory()
 	}
 	if p.cfg.maxHops == 0 {
 		p.cfg.maxHops = DefaultMaxHops
+	}
+	if p.cfg.absent == 0 {
+		p.cfg.absent = DefaultAbsentWait
 	}
 	if p.cfg.filter == nil {
 		p.cfg.filter = DropOtherToolCalls
@@ -266,7 +316,7 @@ func NewPolicy(self string, rules []Rule, opts ...Option) (*Policy, error) {
 	return p, nil
 }
 
-func (p *Policy) compile(src string) (*Cond, error) {
+func (p *Policy) compile(src string) (*condition, error) {
 	if src == "" {
 		return nil, nil
 	}
@@ -367,8 +417,25 @@ func (p *Policy) claim(name string) error {
 	return nil
 }
 
-// Store returns the store the Policy keeps its conversations in.
-func (p *Policy) Store() store.Store { return p.cfg.store }
+// staticTargets returns the agents the Policy's rules name: those of its
+// OnLLM, OnContext and AfterWork rules and of its DefaultAfterWork.
+func (p *Policy) staticTargets() []string {
+	var out []string
+	add := func(t Target) {
+		if t.Kind == KindAgent && !slices.Contains(out, t.Agent) {
+			out = append(out, t.Agent)
+		}
+	}
+	for _, r := range p.transfers {
+		add(r.to)
+	}
+	for _, r := range p.contexts {
+		add(r.to)
+	}
+	add(p.afterWork)
+	add(p.cfg.afterWork)
+	return out
+}
 
 // Extension returns the extension to give the agent's openai.New (with
 // openai.Extend). The agent should also be given openai.Deny("*",
@@ -391,7 +458,7 @@ func (p *Policy) Extension() openai.Extension {
 // space): a Transfer from one of the agents named in from makes llm take
 // the conversation over (refused when the store says the transfer is stale
 // or another agent holds the conversation) and continue it at once, on
-// the history the Policy's History filter keeps, answering the user.
+// the history the Policy's FilterHistory keeps, answering the user.
 func (p *Policy) Serve(llm *openai.Agent, from ...string) error {
 	if len(from) == 0 {
 		return fmt.Errorf("handoff: Serve on %q: name the agents that may hand over to it", p.self)
@@ -411,7 +478,8 @@ func (p *Policy) serve(llm *openai.Agent, access agency.ActionOption) error {
 		return take(ctx, p.cfg.store, p.ev, p.self, t)
 	}, func(ctx context.Context, t Transfer) error {
 		_, err := llm.Continue(ctx, openai.Continuation{
-			Conversation: t.Conversation, Partner: t.User, History: p.cfg.filter(p.self, t), Data: &t,
+			Conversation: t.Conversation, Owner: t.owner(), Partner: t.User, ReplyTo: t.ReplyTo,
+			History: p.cfg.filter(p.self, t), Data: &t,
 		})
 		return err
 	}, access)
@@ -426,20 +494,20 @@ func take(ctx context.Context, st store.Store, ev events, self string, t Transfe
 	if m := agency.MessageFrom(ctx); m != nil {
 		from = m.From
 	}
-	c, err := updateConv(ctx, st, t.Conversation, func(c *Conversation, exists bool) (store.Changes, error) {
+	c, err := updateConv(ctx, st, t.owner(), t.Conversation, func(c *Conversation, exists bool) (store.Changes, error) {
 		switch {
 		case exists && c.Version > t.Version:
-			return store.Changes{}, agency.ActionFailed(movedOn+"conversation %q is at version %d, the handoff at %d (it is stale, or was taken over already)", t.Conversation, c.Version, t.Version)
+			return store.Changes{}, agency.ActionFailed("%v: conversation %q is at version %d, the handoff at %d (it is stale, or was taken over already)", ErrMovedOn, t.Conversation, c.Version, t.Version)
 		case exists && c.Version == t.Version && c.Active != self:
-			return store.Changes{}, agency.ActionFailed(movedOn+"conversation %q at version %d is held by %q", t.Conversation, c.Version, c.Active)
+			return store.Changes{}, agency.ActionFailed("%v: conversation %q at version %d is held by %q", ErrMovedOn, t.Conversation, c.Version, c.Active)
 		}
-		*c = Conversation{ID: t.Conversation, Active: self, User: t.User, Vars: t.Vars, Version: t.Version + 1,
+		*c = Conversation{ID: t.Conversation, Owner: t.owner(), Active: self, User: t.User, Vars: t.Vars, Version: t.Version + 1,
 			Hops: t.Hops, Path: slices.Clone(t.Path), Status: StatusActive}
 		return store.Changes{}, nil
 	})
 	if err != nil {
 		ev.emit(ctx, Event{Kind: EventRefused, Conversation: t.Conversation, Agent: self, From: from, To: self,
-			Name: t.Name, Hops: t.Hops, Path: t.Path, Version: t.Version, Reason: err.Error()})
+			Name: t.Name, Hops: t.Hops, Path: t.Path, Version: t.Version, Err: err})
 		return err
 	}
 	ev.emit(ctx, Event{Kind: EventAccepted, Conversation: t.Conversation, Agent: self, From: from, To: self,
@@ -488,7 +556,7 @@ func (p *Policy) wake() {
 func (p *Policy) begin(ctx context.Context, t *openai.Turn) (Conversation, error) {
 	st := p.cfg.store
 	if t.Step == 0 && t.Data == nil {
-		return updateConv(ctx, st, t.Conversation, func(c *Conversation, exists bool) (store.Changes, error) {
+		return updateConv(ctx, st, t.Owner, t.Conversation, func(c *Conversation, exists bool) (store.Changes, error) {
 			if exists && c.Active == p.self && c.Hops == 0 && len(c.Path) == 0 && c.Status == StatusActive {
 				return store.Changes{}, errUnchanged
 			}
@@ -500,22 +568,22 @@ func (p *Policy) begin(ctx context.Context, t *openai.Turn) (Conversation, error
 			return store.Changes{}, nil
 		})
 	}
-	c, _, err := loadConv(ctx, st, t.Conversation)
+	c, _, err := loadConv(ctx, st, t.Owner, t.Conversation)
 	if errors.Is(err, store.ErrNotFound) {
-		return Conversation{ID: t.Conversation, Active: p.self, User: t.Partner, Status: StatusActive}, nil
+		return Conversation{ID: t.Conversation, Owner: t.Owner, Active: p.self, User: t.Partner, Status: StatusActive}, nil
 	}
 	return c, err
 }
 
 // holds evaluates a rule's condition; nil holds. An evaluation error is a
 // condition_error event, and the condition does not hold.
-func (p *Policy) holds(ctx context.Context, c *Cond, conv Conversation) bool {
+func (p *Policy) holds(ctx context.Context, c *condition, conv Conversation) bool {
 	if c == nil {
 		return true
 	}
-	ok, err := c.Eval(conv.Vars)
+	ok, err := c.eval(conv.Vars)
 	if err != nil {
-		p.ev.emit(ctx, Event{Kind: EventConditionError, Conversation: conv.ID, Agent: p.self, Name: c.String(), Version: conv.Version, Reason: err.Error()})
+		p.ev.emit(ctx, Event{Kind: EventConditionError, Conversation: conv.ID, Agent: p.self, Name: c.String(), Version: conv.Version, Err: err})
 		return false
 	}
 	return ok
@@ -554,9 +622,13 @@ func (p *Policy) before(ctx context.Context, t *openai.Turn, r *openai.Request) 
 		}
 	}
 	for i, d := range p.dispatch {
-		table, err := p.table(ctx, i, t.Conversation)
+		key := openai.ConversationKey(t.Owner, t.Conversation)
+		table, dropped, err := p.table(ctx, i, key)
 		if err != nil {
 			return err
+		}
+		if slices.ContainsFunc(dropped, func(e entry) bool { return !e.Revoked }) {
+			p.drop(ctx, t, i, key)
 		}
 		for _, h := range enabled(table) {
 			if p.static[h.Name] || slices.ContainsFunc(r.Tools, func(x openai.Tool) bool { return x.Name == h.Name }) {
@@ -581,7 +653,7 @@ func (p *Policy) before(ctx context.Context, t *openai.Turn, r *openai.Request) 
 	if vars == nil {
 		vars = Vars{}
 	}
-	meta[MetaVars], meta[MetaVersion] = vars, conv.Version
+	meta[metaVars], meta[metaVersion] = vars, conv.Version
 	r.Meta = meta
 	return nil
 }
@@ -604,18 +676,18 @@ func orDefault(message, to string) string {
 func (p *Policy) check(ctx context.Context, conv Conversation, target Target, name string) (string, error) {
 	to, err := p.resolve(conv, target)
 	if err == nil && conv.Active != p.self {
-		err = fmt.Errorf("%s does not hold this conversation any more: %s does", p.self, conv.Active)
+		err = fmt.Errorf("%w: %s does not hold this conversation any more: %s does", ErrNotHolder, p.self, conv.Active)
 	}
 	if err == nil {
 		err = p.limits(conv, to)
 	}
 	if err != nil {
 		kind := EventRefused
-		if strings.HasPrefix(err.Error(), "loop_limit:") {
+		if errors.Is(err, ErrLoopLimit) {
 			kind = EventLoopLimit
 		}
 		p.ev.emit(ctx, Event{Kind: kind, Conversation: conv.ID, Agent: p.self, From: p.self, To: to, Name: name,
-			Hops: conv.Hops, Path: conv.Path, Version: conv.Version, Reason: err.Error()})
+			Hops: conv.Hops, Path: conv.Path, Version: conv.Version, Err: err})
 	}
 	return to, err
 }
@@ -626,29 +698,29 @@ func (p *Policy) resolve(conv Conversation, target Target) (string, error) {
 		return target.Agent, nil
 	case KindBack:
 		if len(conv.Path) == 0 {
-			return "", errors.New("no agent handed this conversation over since the user's last message: there is nobody to go back to")
+			return "", fmt.Errorf("%w: no agent handed this conversation over since the user's last message: there is nobody to go back to", ErrNoTarget)
 		}
 		return conv.Path[len(conv.Path)-1], nil
 	}
-	return "", fmt.Errorf("a %s target hands nothing over", target.Kind)
+	return "", fmt.Errorf("%w: a %s target hands nothing over", ErrNoTarget, target.Kind)
 }
 
 // limits refuses a handoff to the agent to that would exceed the hop
 // budget or continue a ping-pong.
 func (p *Policy) limits(conv Conversation, to string) error {
 	if to == p.self {
-		return fmt.Errorf("%s holds this conversation already", p.self)
+		return fmt.Errorf("%w: %s holds this conversation already", ErrNotHolder, p.self)
 	}
 	if conv.Hops >= p.cfg.maxHops {
 		s := "s"
 		if conv.Hops == 1 {
 			s = ""
 		}
-		return fmt.Errorf("loop_limit: %d handoff%s since the user's last message (%s); answer the user instead",
-			conv.Hops, s, strings.Join(append(slices.Clone(conv.Path), p.self), "→"))
+		return fmt.Errorf("%w: %d handoff%s since the user's last message (%s); answer the user instead",
+			ErrLoopLimit, conv.Hops, s, strings.Join(append(slices.Clone(conv.Path), p.self), "→"))
 	}
-	if nodes := append(slices.Clone(conv.Path), p.self); len(nodes) > PingPong {
-		last := nodes[len(nodes)-PingPong-1:]
+	if nodes := append(slices.Clone(conv.Path), p.self); len(nodes) > pingPongs {
+		last := nodes[len(nodes)-pingPongs-1:]
 		a, b := last[0], last[1]
 		pingPong := a != b && (to == a || to == b)
 		for i, n := range last {
@@ -657,8 +729,8 @@ func (p *Policy) limits(conv Conversation, to string) error {
 			}
 		}
 		if pingPong {
-			return fmt.Errorf("loop_limit: %s and %s handed this conversation back and forth %d times since the user's last message; answer the user instead",
-				p.self, to, PingPong)
+			return fmt.Errorf("%w: %s and %s handed this conversation back and forth %d times since the user's last message; answer the user instead",
+				ErrLoopLimit, p.self, to, pingPongs)
 		}
 	}
 	return nil
@@ -672,7 +744,7 @@ func (p *Policy) limits(conv Conversation, to string) error {
 func (p *Policy) handoff(ctx context.Context, t *openai.Turn, h hand) {
 	id := agency.NewID()
 	var tr Transfer
-	conv, err := updateConv(ctx, p.cfg.store, t.Conversation, func(c *Conversation, exists bool) (store.Changes, error) {
+	conv, err := updateConv(ctx, p.cfg.store, t.Owner, t.Conversation, func(c *Conversation, exists bool) (store.Changes, error) {
 		if !exists {
 			c.Active, c.User, c.Status = p.self, t.Partner, StatusActive
 		}
@@ -680,7 +752,7 @@ func (p *Policy) handoff(ctx context.Context, t *openai.Turn, h hand) {
 			c.User = t.Partner
 		}
 		if c.Active != p.self {
-			return store.Changes{}, fmt.Errorf("%s does not hold conversation %q any more: %s does", p.self, t.Conversation, c.Active)
+			return store.Changes{}, fmt.Errorf("%w: %s does not hold conversation %q any more: %s does", ErrNotHolder, p.self, t.Conversation, c.Active)
 		}
 		if err := p.limits(*c, h.to); err != nil {
 			return store.Changes{}, err
@@ -692,8 +764,11 @@ func (p *Policy) handoff(ctx context.Context, t *openai.Turn, h hand) {
 		c.Hops++
 		c.Active, c.Status = h.to, StatusActive
 		c.Version++
-		tr = Transfer{Conversation: t.Conversation, User: c.User, Name: h.name, Message: h.message, Call: h.call,
+		tr = Transfer{Conversation: t.Conversation, User: c.User, ReplyTo: replyTo(ctx, t), Name: h.name, Message: h.message, Call: h.call,
 			Vars: c.Vars, Version: c.Version, Hops: c.Hops, Path: slices.Clone(c.Path), History: t.History}
+		if t.Owner != c.User {
+			tr.Owner = t.Owner
+		}
 		meta := map[string]any{metaConversation: t.Conversation}
 		if tp := agency.Traceparent(ctx); tp != "" {
 			meta[agency.TraceparentKey] = tp
@@ -707,13 +782,13 @@ func (p *Policy) handoff(ctx context.Context, t *openai.Turn, h hand) {
 			return store.Changes{}, err
 		}
 		return store.Changes{
-			Put:  []store.Doc{{Kind: KindLog, ID: id, Parent: t.Conversation, Session: t.Conversation, Body: entry}},
+			Put:  []store.Doc{{Kind: kindLog, ID: id, Parent: openai.ConversationKey(t.Owner, t.Conversation), Session: t.Conversation, User: t.Owner, Body: entry}},
 			Send: []store.Outgoing{out},
 		}, nil
 	})
 	if err != nil {
 		p.ev.emit(ctx, Event{Kind: EventRefused, Conversation: t.Conversation, Agent: p.self, From: p.self, To: h.to, Name: h.name,
-			Hops: conv.Hops, Path: conv.Path, Version: conv.Version, Reason: err.Error()})
+			Hops: conv.Hops, Path: conv.Path, Version: conv.Version, Err: err})
 		p.tell(ctx, t, fmt.Sprintf("Sorry, I could not hand this conversation to %s: %v", h.to, err), false)
 		return
 	}
@@ -728,22 +803,36 @@ func (p *Policy) handoff(ctx context.Context, t *openai.Turn, h hand) {
 	p.wake()
 }
 
+// replyTo returns the id of the user's message that turn t answers: the
+// say that started it, or, for a turn of a conversation handed over, what
+// the handoff carried.
+func replyTo(ctx context.Context, t *openai.Turn) string {
+	if tr, ok := t.Data.(*Transfer); ok {
+		return tr.ReplyTo
+	}
+	if m := agency.MessageFrom(ctx); m != nil && m.Action == "say" {
+		return m.ID
+	}
+	return ""
+}
+
 // tell says text to the turn's partner in its conversation, as the
 // conversation's last answer when final is set (the conversation is then
 // marked terminated).
 func (p *Policy) tell(ctx context.Context, t *openai.Turn, text string, final bool) {
 	meta := map[string]any{metaConversation: t.Conversation}
 	if final {
-		meta[MetaFinal] = true
-		p.terminate(ctx, t.Conversation)
+		meta[metaFinal] = true
+		p.terminate(ctx, t)
 	}
 	if _, err := t.Agent().SendMessage(ctx, &agency.Message{To: t.Partner, Action: "say", Args: openai.SayArgs{Content: text}, Meta: meta}); err != nil {
 		p.cfg.logger.Warn("handoff: could not tell the user", "conversation", t.Conversation, "agent", p.self, "to", t.Partner, "error", err)
 	}
 }
 
-func (p *Policy) terminate(ctx context.Context, conversation string) {
-	_, err := updateConv(ctx, p.cfg.store, conversation, func(c *Conversation, exists bool) (store.Changes, error) {
+func (p *Policy) terminate(ctx context.Context, t *openai.Turn) {
+	conversation := t.Conversation
+	_, err := updateConv(ctx, p.cfg.store, t.Owner, conversation, func(c *Conversation, exists bool) (store.Changes, error) {
 		if c.Status == StatusTerminated {
 			return store.Changes{}, errUnchanged
 		}
@@ -771,7 +860,7 @@ func (p *Policy) call(ctx context.Context, t *openai.Turn, c openai.ToolCall) (s
 	if i := slices.IndexFunc(p.transfers, func(tr transferRule) bool { return tr.name == c.Name }); i >= 0 {
 		target, message = p.transfers[i].to, p.transfers[i].message
 	} else {
-		h, ok, err := p.entry(ctx, t.Conversation, c.Name)
+		h, ok, err := p.entry(ctx, t, c.Name)
 		if err != nil {
 			return "", err
 		}
@@ -854,7 +943,7 @@ func (p *Policy) set(ctx context.Context, t *openai.Turn, tool string, vars Vars
 	if len(vars) == 0 {
 		return nil
 	}
-	conv, err := updateConv(ctx, p.cfg.store, t.Conversation, func(c *Conversation, exists bool) (store.Changes, error) {
+	conv, err := updateConv(ctx, p.cfg.store, t.Owner, t.Conversation, func(c *Conversation, exists bool) (store.Changes, error) {
 		if !exists {
 			c.Active, c.User, c.Status = p.self, t.Partner, StatusActive
 		}
@@ -885,8 +974,8 @@ func (p *Policy) answer(ctx context.Context, t *openai.Turn, a *openai.Answer) e
 		if a.Meta == nil {
 			a.Meta = map[string]any{}
 		}
-		a.Meta[MetaFinal] = true
-		p.terminate(ctx, t.Conversation)
+		a.Meta[metaFinal] = true
+		p.terminate(ctx, t)
 	default:
 		conv, err := p.begin(ctx, t)
 		if err != nil {
@@ -899,7 +988,7 @@ func (p *Policy) answer(ctx context.Context, t *openai.Turn, a *openai.Answer) e
 		if a.Meta == nil {
 			a.Meta = map[string]any{}
 		}
-		a.Meta[MetaHandedTo] = to
+		a.Meta[metaHandedTo] = to
 		ev.From, ev.To = p.self, to
 		h := hand{to: to, name: "after_work", message: orDefault("", to)}
 		t.End(func(ctx context.Context, t *openai.Turn) { p.handoff(ctx, t, h) })

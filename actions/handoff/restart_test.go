@@ -84,7 +84,7 @@ func TestSupportRestart(t *testing.T) {
 	if got := messages(rr[2]); !slices.Equal(got, wantR3) {
 		t.Errorf("Refunds' request 3:\n%+v\nwant\n%+v", got, wantR3)
 	}
-	log, err := Log(s.ctx, s.st, "c1")
+	log, err := Log(s.ctx, s.st, "User", "c1")
 	if err != nil || len(log) != 3 {
 		t.Errorf("the log after the restart: %+v, %v", log, err)
 	}
@@ -127,7 +127,7 @@ func TestSupportOutbox(t *testing.T) {
 	if n := len(s.refundSrv.Requests()); n != 0 {
 		t.Fatalf("Refunds' model was asked %d times before the restart", n)
 	}
-	if c, _ := LoadConversation(s.ctx, s.st, "c1"); c.Active != "Refunds" || c.Version != tr.Version {
+	if c, _ := LoadConversation(s.ctx, s.st, "User", "c1"); c.Active != "Refunds" || c.Version != tr.Version {
 		t.Fatalf("the committed conversation: %+v (handoff at version %d)", c, tr.Version)
 	}
 

@@ -47,7 +47,7 @@ func OnLLM(to Target, description string, opts ...RuleOption) Rule {
 // OnContext hands the conversation to to (To an agent, or Back) without
 // calling the model, as soon as cond holds: it is checked before every
 // model call, in the order of the rules, and the first that holds fires.
-// cond is compiled when the Policy is made (see Compile and Env); one
+// cond is compiled when the Policy is made (see Env); one
 // that cannot be evaluated at run time does not fire, and emits a
 // condition_error event.
 func OnContext(to Target, cond string, opts ...RuleOption) Rule {

@@ -8,15 +8,18 @@ import (
 	"slices"
 	"time"
 
+	"github.com/seed72275b23/agency-go/actions/openai"
 	"github.com/seed72275b23/agency-go/actions/store"
 )
 
-// The kinds of the documents this package keeps in a store.
+// The kinds of the documents this package keeps in a store (store.Doc's
+// Kind): the conversation documents are read through LoadConversation,
+// Holder and Log, the histories through Memory.
 const (
-	KindConversation = "handoff.conversation" // one per conversation: Conversation
-	KindLog          = "handoff.log"          // one per handoff made, Parent the conversation: LogEntry
-	KindDispatch     = "handoff.dispatch"     // a dispatcher's table for one agent and conversation
-	KindMemory       = "handoff.memory"       // an LLM agent's history of one conversation (Memory)
+	kindConversation = "handoff.conversation" // one per conversation: Conversation
+	kindLog          = "handoff.log"          // one per handoff made, Parent the conversation's key: LogEntry
+	kindDispatch     = "handoff.dispatch"     // a dispatcher's table for one agent and conversation
+	kindMemory       = "handoff.memory"       // an LLM agent's history of one conversation (Memory)
 )
 
 // The statuses of a Conversation.
@@ -28,15 +31,25 @@ const (
 // Conversation is what a store holds of a conversation: who holds it, its
 // variables and its version, and the handoffs since the user's last
 // message.
+//
+// A conversation belongs to the agent that started it, its Owner: the
+// store keeps it under openai.ConversationKey(Owner, ID), so that another
+// agent that names the same id has a conversation of its own, and never
+// reads or changes this one's holder, variables, history or dispatcher
+// tables.
 type Conversation struct {
 	ID      string   `json:"-"`
-	Active  string   `json:"active"` // the agent that holds it
-	User    string   `json:"user"`   // the agent that speaks for the user
+	Owner   string   `json:"owner,omitempty"` // who it belongs to (User when empty)
+	Active  string   `json:"active"`          // the agent that holds it
+	User    string   `json:"user"`            // the agent that speaks for the user
 	Vars    Vars     `json:"vars,omitempty"`
 	Version int64    `json:"version"` // grows with every change: holder, variables, hops
 	Hops    int      `json:"hops,omitempty"`
 	Path    []string `json:"path,omitempty"`
 	Status  string   `json:"status"`
+	// Updated is when the store last changed it (set by LoadConversation
+	// and Conversations).
+	Updated time.Time `json:"-"`
 }
 
 // LogEntry is one handoff in a conversation's log.
@@ -51,28 +64,28 @@ type LogEntry struct {
 	Time    time.Time `json:"-"`
 }
 
-// LoadConversation returns what st holds of a conversation, or an error
-// wrapping store.ErrNotFound.
-func LoadConversation(ctx context.Context, st store.Store, id string) (Conversation, error) {
-	c, _, err := loadConv(ctx, st, id)
+// LoadConversation returns what st holds of owner's conversation, or an
+// error wrapping store.ErrNotFound.
+func LoadConversation(ctx context.Context, st store.Store, owner, id string) (Conversation, error) {
+	c, _, err := loadConv(ctx, st, owner, id)
 	return c, err
 }
 
-// Holder returns the agent that holds a conversation according to st, or
-// "" when st does not know it: where a user agent built again (after a
-// restart) sends the user's next line.
-func Holder(ctx context.Context, st store.Store, conversation string) (string, error) {
-	c, err := LoadConversation(ctx, st, conversation)
+// Holder returns the agent that holds owner's conversation according to
+// st, or "" when st does not know it: where a user agent built again
+// (after a restart) sends the user's next line.
+func Holder(ctx context.Context, st store.Store, owner, conversation string) (string, error) {
+	c, err := LoadConversation(ctx, st, owner, conversation)
 	if errors.Is(err, store.ErrNotFound) {
 		return "", nil
 	}
 	return c.Active, err
 }
 
-// Log returns the handoffs made in a conversation, oldest first, as
+// Log returns the handoffs made in owner's conversation, oldest first, as
 // recorded in st by the agents that made them.
-func Log(ctx context.Context, st store.Store, conversation string) ([]LogEntry, error) {
-	docs, err := st.List(ctx, store.Query{Kind: KindLog, Parent: conversation})
+func Log(ctx context.Context, st store.Store, owner, conversation string) ([]LogEntry, error) {
+	docs, err := st.List(ctx, store.Query{Kind: kindLog, Parent: openai.ConversationKey(owner, conversation)})
 	if err != nil {
 		return nil, err
 	}
@@ -88,30 +101,50 @@ func Log(ctx context.Context, st store.Store, conversation string) ([]LogEntry, 
 	return out, nil
 }
 
-func loadConv(ctx context.Context, st store.Store, id string) (Conversation, store.Doc, error) {
-	d, err := st.Get(ctx, KindConversation, id)
+// Conversations returns the conversations st holds, the most recently
+// changed first, at most limit of them (all when limit is 0): for tools
+// that show a team's state, such as the agency command's Studio.
+func Conversations(ctx context.Context, st store.Store, limit int) ([]Conversation, error) {
+	docs, err := st.List(ctx, store.Query{Kind: kindConversation, Newest: true, Limit: limit})
 	if err != nil {
-		return Conversation{ID: id}, d, err
+		return nil, err
+	}
+	out := make([]Conversation, 0, len(docs))
+	for _, d := range docs {
+		var c Conversation
+		if err := json.Unmarshal(d.Body, &c); err != nil {
+			return nil, fmt.Errorf("handoff: conversation %q in the store: %w", d.ID, err)
+		}
+		c.ID, c.Owner, c.Updated = d.Session, d.User, d.Updated
+		out = append(out, c)
+	}
+	return out, nil
+}
+
+func loadConv(ctx context.Context, st store.Store, owner, id string) (Conversation, store.Doc, error) {
+	d, err := st.Get(ctx, kindConversation, openai.ConversationKey(owner, id))
+	if err != nil {
+		return Conversation{ID: id, Owner: owner}, d, err
 	}
 	var c Conversation
 	if err := json.Unmarshal(d.Body, &c); err != nil {
-		return Conversation{ID: id}, d, fmt.Errorf("handoff: conversation %q in the store: %w", id, err)
+		return Conversation{ID: id, Owner: owner}, d, fmt.Errorf("handoff: conversation %q of %q in the store: %w", id, owner, err)
 	}
-	c.ID = id
+	c.ID, c.Owner, c.Updated = id, owner, d.Updated
 	return c, d, nil
 }
 
 // errUnchanged tells updateConv that the function changed nothing.
 var errUnchanged = errors.New("unchanged")
 
-// updateConv reads a conversation, lets f change it (exists says whether
+// updateConv reads owner's conversation, lets f change it (exists says whether
 // the store had it) and writes it with the extra changes f returns, in one
 // Apply; on a conflict it reads again and calls f again. f returns
 // errUnchanged to write nothing, or another error to give up. It returns
 // the conversation as written (or read, when unchanged).
-func updateConv(ctx context.Context, st store.Store, id string, f func(c *Conversation, exists bool) (store.Changes, error)) (Conversation, error) {
+func updateConv(ctx context.Context, st store.Store, owner, id string, f func(c *Conversation, exists bool) (store.Changes, error)) (Conversation, error) {
 	for attempt := 0; ; attempt++ {
-		c, d, err := loadConv(ctx, st, id)
+		c, d, err := loadConv(ctx, st, owner, id)
 		exists := err == nil
 		if err != nil && !errors.Is(err, store.ErrNotFound) {
 			return c, err
@@ -128,7 +161,8 @@ func updateConv(ctx context.Context, st store.Store, id string, f func(c *Conver
 		if err != nil {
 			return c, err
 		}
-		doc := store.Doc{Kind: KindConversation, ID: id, Session: id, User: c.User, Body: body}
+		c.ID, c.Owner = id, owner
+		doc := store.Doc{Kind: kindConversation, ID: openai.ConversationKey(owner, id), Session: id, User: owner, Body: body}
 		if exists {
 			doc.Version = d.Version
 		}

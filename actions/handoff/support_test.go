@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/seed72275b23/agency-go/actions/human"
+	"github.com/seed72275b23/agency-go/actions/openai"
 	"github.com/seed72275b23/agency-go/actions/openai/openaitest"
 	"github.com/seed72275b23/agency-go/agency"
 )
@@ -46,7 +47,7 @@ func TestSupportTranscript(t *testing.T) {
 	var activeAtRefunds []string
 	s.events.on = func(ctx context.Context, e Event) {
 		if e.Kind == EventAccepted && e.To == "Refunds" {
-			c, _ := LoadConversation(ctx, s.st, e.Conversation)
+			c, _ := LoadConversation(ctx, s.st, "User", e.Conversation)
 			activeAtRefunds = append(activeAtRefunds, c.Active)
 		}
 	}
@@ -158,13 +159,13 @@ func TestSupportTranscript(t *testing.T) {
 	if !slices.Equal(lines, wantLines) {
 		t.Errorf("the person was shown\n%q\nwant\n%q", lines, wantLines)
 	}
-	if asked := s.operator.Asked(); len(asked) != 2 || asked[0] != (human.Line{Conversation: "c1", From: "User"}) ||
-		asked[1] != (human.Line{Conversation: "c1", From: "User", Text: userLines[6]}) {
+	if asked := s.operator.Asked(); len(asked) != 2 || asked[0] != (human.Line{Conversation: "c1", Owner: "User", From: "User"}) ||
+		asked[1] != (human.Line{Conversation: "c1", Owner: "User", From: "User", Text: userLines[6]}) {
 		t.Errorf("the person was asked %+v", asked)
 	}
 
 	// Row 8: the store's log; Sales never asked; every script used.
-	log, err := Log(s.ctx, s.st, "c1")
+	log, err := Log(s.ctx, s.st, "User", "c1")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -181,7 +182,7 @@ func TestSupportTranscript(t *testing.T) {
 	if s.triageSrv.Left()+s.refundSrv.Left() != 0 {
 		t.Errorf("steps left: Triage %d, Refunds %d", s.triageSrv.Left(), s.refundSrv.Left())
 	}
-	if conv, _ := LoadConversation(s.ctx, s.st, "c1"); conv.Active != "Human" {
+	if conv, _ := LoadConversation(s.ctx, s.st, "User", "c1"); conv.Active != "Human" {
 		t.Errorf("the store's holder at the end: %q", conv.Active)
 	}
 }
@@ -244,7 +245,7 @@ func TestSupportParallel(t *testing.T) {
 	if got := shown(s.screen); !slices.Equal(got, []string{"Refunds: " + refunds1}) {
 		t.Errorf("the user was shown %q", got)
 	}
-	h, err := Memory(s.st, "Triage").Load(s.ctx, "c1")
+	h, err := Memory(s.st, "Triage").Load(s.ctx, openai.ConversationKey("User", "c1"))
 	if err != nil {
 		t.Fatal(err)
 	}

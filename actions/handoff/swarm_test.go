@@ -52,7 +52,7 @@ func newSwarm(t *testing.T, accounts bool) *swarm {
 	t.Cleanup(cancel)
 	w := &swarm{t: t, ctx: ctx, s1: openaitest.NewServer(t), s2: openaitest.NewServer(t), s3: openaitest.NewServer(t),
 		s4: openaitest.NewServer(t), sR: openaitest.NewServer(t), events: newRecorder()}
-	w.team = &Team{UserID: "User", AfterWork: Terminate(), Observer: w.events, AgentLLM: map[string][]openai.Option{
+	w.team = &Team{UserID: "User", Options: []Option{DefaultAfterWork(Terminate()), Observe(w.events)}, AgentLLM: map[string][]openai.Option{
 		"agent_1": llmOptions(w.s1), "agent_2": llmOptions(w.s2), "agent_3": llmOptions(w.s3), "agent_4": llmOptions(w.s4),
 		"CustomerServiceRep": llmOptions(w.sR),
 	}}
@@ -89,7 +89,7 @@ func newSwarm(t *testing.T, accounts bool) *swarm {
 				return Reply{}, err
 			}
 			w.seen = append(w.seen, a)
-			v, _ := agency.MessageFrom(ctx).Meta[MetaVersion].(int64)
+			v, _ := agency.MessageFrom(ctx).Meta[metaVersion].(int64)
 			w.versions = append(w.versions, float64(v))
 			if a.Attempts > 3 {
 				return Reply{Value: "too many attempts", Goto: Terminate()}, nil
@@ -231,7 +231,7 @@ func TestSwarmAvailability(t *testing.T) {
 	if res.Status != RunTerminated || res.Last != "agent_3" {
 		t.Errorf("Run: %s, last %s", res.Status, res.Last)
 	}
-	if c, _ := LoadConversation(w.ctx, w.team.Store, "c1"); c.Status != StatusTerminated {
+	if c, _ := LoadConversation(w.ctx, w.team.Store(), "User", "c1"); c.Status != StatusTerminated {
 		t.Errorf("the conversation's status %q", c.Status)
 	}
 }
@@ -254,7 +254,7 @@ func TestSwarmAfterWork(t *testing.T) {
 	if res.Status != RunTerminated || res.Last != "agent_4" {
 		t.Errorf("Run: %s, last %s", res.Status, res.Last)
 	}
-	if aw := w.events.of(EventAfterWork); len(aw) != 2 || aw[0].To != "agent_4" || aw[1].Name != KindTerminate {
+	if aw := w.events.of(EventAfterWork); len(aw) != 2 || aw[0].To != "agent_4" || aw[1].Name != string(KindTerminate) {
 		t.Errorf("after-work events: %+v", aw)
 	}
 	if n := len(user.Asked()); n != 0 {
@@ -308,7 +308,7 @@ func TestSwarmReply(t *testing.T) {
 	if h := w.events.of(EventHandoff); len(h) != 1 || h[0].To != "CustomerServiceRep" || h[0].Vars["passport_number"] != "P123" {
 		t.Errorf("the handoff event: %+v", h)
 	}
-	log, _ := Log(w.ctx, w.team.Store, "c1")
+	log, _ := Log(w.ctx, w.team.Store(), "User", "c1")
 	if len(log) != 1 || float64(log[0].Version) != w.versions[0]+1 {
 		t.Errorf("the handoff's version %d; the tool saw %v", log[0].Version, w.versions)
 	}
@@ -320,7 +320,7 @@ func TestSwarmReply(t *testing.T) {
 		t.Errorf("Run: %+v", res)
 	}
 	// The model read the Reply's value, not the Reply.
-	h, _ := Memory(w.team.Store, "agent_1").Load(w.ctx, "c1")
+	h, _ := Memory(w.team.Store(), "agent_1").Load(w.ctx, openai.ConversationKey("User", "c1"))
 	if last := h[len(h)-1]; last.Content != `"verified"` {
 		t.Errorf("agent_1 read %q", last.Content)
 	}
@@ -350,7 +350,7 @@ func TestSwarmConditionErrors(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "(1:18)") {
 		t.Errorf("a syntax error: %v", err)
 	}
-	_, err = CompileFor[Account]("acount_level > 2")
+	_, err = NewPolicy("agent_1", []Rule{OnContext(To("agent_2"), "acount_level > 2")}, Env(Account{}))
 	if err == nil || !strings.Contains(err.Error(), "unknown name acount_level (1:1)") {
 		t.Errorf("a typo: %v", err)
 	}
@@ -368,7 +368,7 @@ func TestSwarmConditionErrors(t *testing.T) {
 		t.Errorf("agent_1's model got %d requests", n)
 	}
 	ce := w.events.of(EventConditionError)
-	if len(ce) == 0 || !strings.Contains(ce[0].Reason, `no variable "budget_remaining"`) || ce[0].Name != agent1Cond {
+	if len(ce) == 0 || !strings.Contains(ce[0].Err.Error(), `no variable "budget_remaining"`) || ce[0].Name != agent1Cond {
 		t.Errorf("condition errors %+v", ce)
 	}
 	if c := w.events.of(EventCondition); len(c) != 0 {
@@ -386,11 +386,11 @@ func TestSwarmValuesAreData(t *testing.T) {
 	if len(w.events.of(EventCondition)) != 0 || len(w.s1.Requests()) != 1 || res.Last != "agent_4" {
 		t.Errorf("the payload routed the conversation: %+v", res)
 	}
-	c, err := Compile("${account_tier} == 'Gold'")
+	c, err := compile("${account_tier} == 'Gold'", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ok, err := c.Eval(vars); ok || err != nil {
+	if ok, err := c.eval(vars); ok || err != nil {
 		t.Errorf("Eval: %v, %v", ok, err)
 	}
 }
@@ -431,7 +431,7 @@ func TestSwarmReplyToUser(t *testing.T) {
 			if res.Status != tc.status || res.Last != "agent_1" {
 				t.Errorf("Run: %s, last %s; want %s, agent_1", res.Status, res.Last, tc.status)
 			}
-			h, err := Memory(w.team.Store, "agent_1").Load(w.ctx, "c1")
+			h, err := Memory(w.team.Store(), "agent_1").Load(w.ctx, openai.ConversationKey("User", "c1"))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -9,17 +9,20 @@ import (
 // agent that handed it over, to the user, nowhere (the agent goes on), or
 // to its end. Make one with To, Back, RevertToUser, Stay or Terminate.
 type Target struct {
-	Kind  string `json:"kind"`            // one of the Kind constants
-	Agent string `json:"agent,omitempty"` // for KindAgent
+	Kind  TargetKind `json:"kind"`            // one of the Kind constants
+	Agent string     `json:"agent,omitempty"` // for KindAgent
 }
+
+// TargetKind is the kind of a Target.
+type TargetKind string
 
 // The kinds of Target.
 const (
-	KindAgent     = "agent"     // hand the conversation to Target.Agent
-	KindBack      = "back"      // hand it back to the agent that handed it over last
-	KindUser      = "user"      // answer the user; the agent keeps the conversation
-	KindStay      = "stay"      // call the model again
-	KindTerminate = "terminate" // answer the user with __meta__.final and close the conversation
+	KindAgent     TargetKind = "agent"     // hand the conversation to Target.Agent
+	KindBack      TargetKind = "back"      // hand it back to the agent that handed it over last
+	KindUser      TargetKind = "user"      // answer the user; the agent keeps the conversation
+	KindStay      TargetKind = "stay"      // call the model again
+	KindTerminate TargetKind = "terminate" // answer the user with __meta__.final and close the conversation
 )
 
 // To hands the conversation to the agent with the given id.
@@ -51,7 +54,7 @@ func (t Target) String() string {
 	if t.Kind == KindAgent {
 		return t.Agent
 	}
-	return t.Kind
+	return string(t.Kind)
 }
 
 // valid reports what is wrong with t.

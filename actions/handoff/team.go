@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -20,23 +21,26 @@ import (
 // agents with their rules (Agent), people (Human), and a user agent that
 // runs a conversation from a human.Front or a script (UserAgent, Run).
 // Set its fields, then call its methods; the zero value of a field is its
-// default. The agents it makes accept handoffs from the team's members
-// only: the agents made by this Team, and those named in Members (the
-// members that live in other processes). Its methods are safe for
-// concurrent use.
+// default. Its Options are those of NewPolicy, for every agent it makes:
+//
+//	team := &handoff.Team{LLM: llmOpts, Options: []handoff.Option{
+//		handoff.WithStore(st), handoff.MaxHops(6), handoff.DefaultAfterWork(handoff.RevertToUser())}}
+//
+// The agents it makes accept handoffs from the team's members only: the
+// agents made by this Team, and those named in Members (the members that
+// live in other processes). Its methods are safe for concurrent use.
 type Team struct {
 	// UserID is the id of the agent that speaks for the user (default
 	// "User"): UserAgent's, or a human.User's of your own.
 	UserID string
-	// Store keeps the conversations, the handoff logs, the dispatchers'
-	// tables and the LLM agents' histories (default store.NewMemory()).
-	Store store.Store
-	// AfterWork is what happens after an agent's model answers in text
-	// when the agent has no AfterWork rule (default RevertToUser).
-	AfterWork Target
-	// MaxHops is the hop budget between two messages of the user
-	// (default DefaultMaxHops).
-	MaxHops int
+	// Options are the Policy options of every agent of the team
+	// (WithStore, MaxHops, DefaultAfterWork, FilterHistory, Observe,
+	// Logger, Env, Relay, AbsentWait). The store of WithStore (default
+	// store.NewMemory()) also keeps the team's conversations, handoff logs,
+	// dispatcher tables and the LLM agents' histories; the observer gets
+	// the events of every agent. An invalid option fails the first method
+	// that makes an agent, and Run.
+	Options []Option
 	// LLM are options for every LLM agent (the model, its server, …).
 	// Team adds SystemPrompt, Extend, WithMemory and Deny("*", Action)
 	// itself, so LLM must not hold the first three.
@@ -48,20 +52,10 @@ type Team struct {
 	// (they run in other processes): they may hand conversations to the
 	// Team's agents too.
 	Members []string
-	// Env, a struct value, types the conditions of every agent (see Env).
-	Env any
-	// History filters the history an agent continues a conversation on
-	// (default DropOtherToolCalls).
-	History Filter
-	// Observer receives the events of every agent of the team.
-	Observer Observer
-	// Logger logs the events (default: nothing).
-	Logger *slog.Logger
-	// Relay configures the relays that send the agents' handoffs (see the
-	// Relay option: its Send is the Policy's own).
-	Relay store.RelayConfig
 
 	once     sync.Once
+	cfg      config // the Options applied
+	err      error  // why they could not be
 	mu       sync.Mutex
 	local    map[string]bool // ids of the agents this Team made
 	llms     map[string]*openai.Agent
@@ -70,19 +64,39 @@ type Team struct {
 	limits   map[string]int // conversation → loop limits since the user's last message, while a Run runs it
 }
 
-func (t *Team) init() {
+func (t *Team) init() error {
 	t.once.Do(func() {
 		if t.UserID == "" {
 			t.UserID = "User"
 		}
-		if t.Store == nil {
-			t.Store = store.NewMemory()
+		for _, o := range t.Options {
+			if err := o(&t.cfg); err != nil {
+				t.err = fmt.Errorf("handoff: Team.Options: %w", err)
+				break
+			}
+		}
+		if t.cfg.store == nil {
+			t.cfg.store = store.NewMemory()
+		}
+		if t.cfg.logger == nil {
+			t.cfg.logger = slog.New(slog.DiscardHandler)
+		}
+		if t.cfg.filter == nil {
+			t.cfg.filter = DropOtherToolCalls
 		}
 		t.local = map[string]bool{}
 		t.llms = map[string]*openai.Agent{}
 		t.policies = map[string]*Policy{}
 		t.limits = map[string]int{}
 	})
+	return t.err
+}
+
+// Store returns where the team keeps its conversations: the store of
+// WithStore among its Options, or the store.NewMemory it made.
+func (t *Team) Store() store.Store {
+	_ = t.init()
+	return t.cfg.store
 }
 
 // access lets the team's members hand over to its agents.
@@ -109,11 +123,7 @@ func (t *Team) member(id string) error {
 }
 
 func (t *Team) events() events {
-	logger := t.Logger
-	if logger == nil {
-		logger = slog.New(slog.DiscardHandler)
-	}
-	return events{obs: ObserverFunc(t.observe), logger: logger}
+	return events{obs: ObserverFunc(t.observe), logger: t.cfg.logger}
 }
 
 // observe counts the loop limits of conversations that a Run runs, and
@@ -126,8 +136,8 @@ func (t *Team) observe(ctx context.Context, e Event) {
 		}
 		t.mu.Unlock()
 	}
-	if t.Observer != nil {
-		t.Observer.Event(ctx, e)
+	if t.cfg.obs != nil {
+		t.cfg.obs.Event(ctx, e)
 	}
 }
 
@@ -135,28 +145,16 @@ func (t *Team) observe(ctx context.Context, e Event) {
 // rules given, and the team's store, after-work, hop budget and options.
 // Add its Agent() to a space.
 func (t *Team) Agent(id, prompt string, rules ...Rule) (*openai.Agent, error) {
-	t.init()
-	opts := []Option{WithStore(t.Store), Observe(ObserverFunc(t.observe)), Relay(t.Relay)}
-	if t.Logger != nil {
-		opts = append(opts, Logger(t.Logger))
+	if err := t.init(); err != nil {
+		return nil, err
 	}
-	if t.MaxHops != 0 {
-		opts = append(opts, MaxHops(t.MaxHops))
-	}
-	if !t.AfterWork.IsZero() {
-		opts = append(opts, DefaultAfterWork(t.AfterWork))
-	}
-	if t.Env != nil {
-		opts = append(opts, Env(t.Env))
-	}
-	if t.History != nil {
-		opts = append(opts, History(t.History))
-	}
-	p, err := NewPolicy(id, rules, opts...)
+	c := t.cfg
+	c.obs = ObserverFunc(t.observe)
+	p, err := newPolicy(id, rules, c)
 	if err != nil {
 		return nil, err
 	}
-	p.memory = &memory{st: t.Store, agent: id}
+	p.memory = &memory{st: t.cfg.store, agent: id}
 	llmOpts := append(slices.Concat(t.LLM, t.AgentLLM[id]), openai.SystemPrompt(prompt), openai.Extend(p.Extension()),
 		openai.Deny("*", Action), openai.WithMemory(p.memory))
 	llm, err := openai.New(id, llmOpts...)
@@ -182,20 +180,19 @@ func (t *Team) Agent(id, prompt string, rules ...Rule) (*openai.Agent, error) {
 // answered by the person. A person hands nothing on. Add its Agent() to a
 // space.
 func (t *Team) Human(id string, f human.Front) (*human.Agent, error) {
-	t.init()
+	if err := t.init(); err != nil {
+		return nil, err
+	}
 	person, err := human.New(id, f)
 	if err != nil {
 		return nil, err
 	}
-	ev := t.events()
-	filter := t.History
-	if filter == nil {
-		filter = DropOtherToolCalls
-	}
+	ev, filter := t.events(), t.cfg.filter
 	err = accept(person.Agent(), func(ctx context.Context, tr Transfer) error {
-		return take(ctx, t.Store, ev, id, tr)
+		return take(ctx, t.cfg.store, ev, id, tr)
 	}, func(ctx context.Context, tr Transfer) error {
-		_, err := person.Take(ctx, tr.Conversation, tr.User, Briefing(id, tr, filter(id, tr)))
+		_, err := person.Take(ctx, human.Handover{Conversation: tr.Conversation, Owner: tr.owner(), User: tr.User,
+			ReplyTo: tr.ReplyTo, History: briefing(id, tr, filter(id, tr))})
 		return err
 	}, agency.AccessFunc(t.access))
 	if err != nil {
@@ -207,11 +204,11 @@ func (t *Team) Human(id string, f human.Front) (*human.Agent, error) {
 	return person, nil
 }
 
-// Briefing is what a person who takes over a conversation is shown: a
+// briefing is what a person who takes over a conversation is shown: a
 // note saying who handed it over and why, each thing the user and the
 // agents said in history (verbatim, one Line each), and a note that their
 // answer goes to the user.
-func Briefing(self string, t Transfer, history []openai.Message) []human.Line {
+func briefing(self string, t Transfer, history []openai.Message) []human.Line {
 	from := "another agent"
 	if len(t.Path) > 0 {
 		from = t.Path[len(t.Path)-1]
@@ -234,11 +231,45 @@ func Briefing(self string, t Transfer, history []openai.Message) []human.Line {
 	return append(lines, human.Line{Text: fmt.Sprintf("--- your answer goes to %s\n", t.User)})
 }
 
-// Holder returns the agent that holds a conversation according to the
-// team's store ("" when it does not know the conversation).
+// Check reports the static targets of the team's agents (OnLLM,
+// OnContext and AfterWork rules, DefaultAfterWork) that name no member:
+// no agent this Team made and none named in Members. Call it once every
+// agent is made (Run does, and refuses to start a team that fails it): a
+// target with a typo is then an error, not a handoff that waits for an
+// agent that never comes.
+func (t *Team) Check() error {
+	if err := t.init(); err != nil {
+		return err
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var errs []error
+	for _, id := range slices.Sorted(maps.Keys(t.policies)) {
+		for _, target := range t.policies[id].staticTargets() {
+			if !t.local[target] && !slices.Contains(t.Members, target) {
+				errs = append(errs, fmt.Errorf("handoff: a rule of %s hands to %q, which is no member of the team (members: %s; name those of other processes in Members)",
+					id, target, strings.Join(t.memberIDs(), ", ")))
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// memberIDs returns the ids of the team's members, sorted; t.mu is held.
+func (t *Team) memberIDs() []string {
+	ids := slices.Concat(slices.Collect(maps.Keys(t.local)), t.Members)
+	slices.Sort(ids)
+	return slices.Compact(ids)
+}
+
+// Holder returns the agent that holds a conversation of the team's user
+// (UserID) according to the team's store ("" when it does not know the
+// conversation).
 func (t *Team) Holder(ctx context.Context, conversation string) (string, error) {
-	t.init()
-	return Holder(ctx, t.Store, conversation)
+	if err := t.init(); err != nil {
+		return "", err
+	}
+	return Holder(ctx, t.cfg.store, t.UserID, conversation)
 }
 
 // Start is how Run starts a conversation.
@@ -282,11 +313,11 @@ type Result struct {
 // UserAgent returns the agent through which Run speaks for the user, with
 // the id UserID. Add it to the space before Run.
 func (t *Team) UserAgent() *agency.Agent {
-	t.init()
+	_ = t.init() // an invalid option fails Run
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.user == nil {
-		t.user = newTeamUser(t.UserID)
+		t.user = newTeamUser(t.UserID, agency.AccessFunc(t.access))
 	}
 	return t.user.agent
 }
@@ -302,11 +333,14 @@ func (t *Team) Run(ctx context.Context, s Start) (Result, error) {
 	if s.Agent == "" || s.Message == "" {
 		return Result{Status: RunFailed}, errors.New("handoff: Run needs a Start.Agent and a Start.Message")
 	}
+	if err := t.Check(); err != nil {
+		return Result{Status: RunFailed}, err
+	}
 	conv := s.Conversation
 	if conv == "" {
 		conv = agency.NewID()
 	}
-	_, err := updateConv(ctx, t.Store, conv, func(c *Conversation, exists bool) (store.Changes, error) {
+	_, err := updateConv(ctx, t.cfg.store, t.UserID, conv, func(c *Conversation, exists bool) (store.Changes, error) {
 		c.Vars = c.Vars.merge(s.Vars)
 		c.Active, c.User, c.Hops, c.Path, c.Status = s.Agent, t.UserID, 0, nil, StatusActive
 		c.Version++
@@ -384,11 +418,11 @@ func (t *Team) Run(ctx context.Context, s Start) (Result, error) {
 	_, isLLM := t.llms[holder]
 	t.mu.Unlock()
 	if isLLM {
-		if h, err := Memory(t.Store, holder).Load(ctx, conv); err == nil {
+		if h, err := Memory(t.cfg.store, holder).Load(ctx, openai.ConversationKey(t.UserID, conv)); err == nil {
 			res.History = h
 		}
 	}
-	c, err := LoadConversation(ctx, t.Store, conv)
+	c, err := LoadConversation(ctx, t.cfg.store, t.UserID, conv)
 	if err != nil {
 		return res, err
 	}
@@ -429,10 +463,13 @@ type heard struct {
 	handedTo   string
 }
 
-func newTeamUser(id string) *teamUser {
+// newTeamUser makes the agent of Run; access lets only the team's members
+// tell the user something, so that no other agent takes a conversation
+// over by saying something in it.
+func newTeamUser(id string, access agency.ActionOption) *teamUser {
 	u := &teamUser{runs: map[string]*runSays{}}
 	u.agent = agency.MustNewAgent(id)
-	agency.Handle(u.agent, "say", u.say, agency.Describe("Tell the user something"), agency.Returns("that the user was told"))
+	agency.Handle(u.agent, "say", u.say, access, agency.Describe("Tell the user something"), agency.Returns("that the user was told"))
 	return u
 }
 
@@ -446,8 +483,8 @@ func (u *teamUser) say(ctx context.Context, args openai.SayArgs) (string, error)
 		return "", agency.InvalidArgs("no conversation %q is under way with %s", conv, u.agent.ID())
 	}
 	h := heard{from: m.From, text: args.Content}
-	h.final, _ = m.Meta[MetaFinal].(bool)
-	h.handedTo, _ = m.Meta[MetaHandedTo].(string)
+	h.final, _ = m.Meta[metaFinal].(bool)
+	h.handedTo, _ = m.Meta[metaHandedTo].(string)
 	r.says = append(r.says, h)
 	close(r.changed)
 	r.changed = make(chan struct{})

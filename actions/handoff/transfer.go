@@ -18,6 +18,14 @@ const Action = "handoff"
 type Transfer struct {
 	Conversation string `json:"conversation" validate:"required" jsonschema:"description=the conversation handed over"`
 	User         string `json:"user" validate:"required" jsonschema:"description=the agent that speaks for the user: answers go to it"`
+	// Owner is who the conversation belongs to, when not User (a trusted
+	// relay's user): the receiver keeps it under
+	// openai.ConversationKey(Owner, Conversation).
+	Owner string `json:"owner,omitempty" jsonschema:"description=who the conversation belongs to, when not user"`
+	// ReplyTo is the id of the user's message that the receiver's answer
+	// answers (its __meta__.in_reply_to): a user agent takes an answer to
+	// its own message as the word of the conversation's new holder.
+	ReplyTo string `json:"reply_to,omitempty" jsonschema:"description=the user's message the answer answers"`
 	// Name is the handoff that fired: a transfer tool's name, or the kind
 	// of rule (on_context, after_work, reply).
 	Name string `json:"name,omitempty" jsonschema:"description=the handoff that fired"`
@@ -37,6 +45,14 @@ type Transfer struct {
 	Path []string `json:"path,omitempty" jsonschema:"description=the agents that handed the conversation on since the user's last message"`
 	// History is the conversation as the agent that handed it over had it.
 	History []openai.Message `json:"history,omitempty" jsonschema:"description=the conversation so far"`
+}
+
+// owner returns who the conversation belongs to.
+func (t Transfer) owner() string {
+	if t.Owner != "" {
+		return t.Owner
+	}
+	return t.User
 }
 
 // Accept registers the handoff action on a, which must not be in a space

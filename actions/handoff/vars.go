@@ -19,16 +19,16 @@ type Vars map[string]any
 // The __meta__ keys of a tool request made while a Policy serves a
 // conversation.
 const (
-	// MetaVars holds the conversation's variables.
-	MetaVars = "context_vars"
-	// MetaVersion holds the version of the conversation they belong to.
-	MetaVersion = "context_version"
-	// MetaHandedTo marks an answer after which the conversation goes on
+	// metaVars holds the conversation's variables.
+	metaVars = "context_vars"
+	// metaVersion holds the version of the conversation they belong to.
+	metaVersion = "context_version"
+	// metaHandedTo marks an answer after which the conversation goes on
 	// with another agent (an after-work handoff): it holds that agent's id,
 	// and the next answer comes from there.
-	MetaHandedTo = "handed_to"
-	// MetaFinal marks the last answer of a conversation.
-	MetaFinal        = "final"
+	metaHandedTo = "handed_to"
+	// metaFinal marks the last answer of a conversation.
+	metaFinal        = "final"
 	metaConversation = "conversation"
 )
 
@@ -41,7 +41,7 @@ func VarsFrom(ctx context.Context) Vars {
 	if m == nil {
 		return nil
 	}
-	switch v := m.Meta[MetaVars].(type) {
+	switch v := m.Meta[metaVars].(type) {
 	case Vars:
 		return maps.Clone(v)
 	case map[string]any:

@@ -72,7 +72,7 @@ func (a *Agent) Agent() *agency.Agent { return a.agent }
 func (a *Agent) say(ctx context.Context, args SayArgs) (string, error) {
 	m := agency.MessageFrom(ctx)
 	conv := conversationOf(m)
-	answer, err := a.front.Ask(ctx, Line{Conversation: conv, From: m.From, Text: args.Content})
+	answer, err := a.front.Ask(ctx, Line{Conversation: conv, Owner: m.From, From: m.From, Text: args.Content})
 	if err != nil {
 		return "", err
 	}
@@ -96,25 +96,47 @@ func (a *Agent) tell(ctx context.Context, to, conv, replyTo, text string) error 
 	return err
 }
 
-// Take hands a conversation to the person: it shows them its history, asks
-// for their answer, and says that to user in the conversation (with
-// __meta__.in_reply_to the message being handled, if any). It returns the
-// answer. A handoff that reaches a person ends here; the user's next lines
-// come to the say action.
-func (a *Agent) Take(ctx context.Context, conversation, user string, history []Line) (string, error) {
-	for _, l := range history {
-		l.Conversation = conversation
+// Handover is a conversation handed to a person (see [Agent.Take]).
+type Handover struct {
+	Conversation string
+	// Owner is who the conversation belongs to (default User).
+	Owner string
+	// User is the agent that speaks for the user: the answer goes to it.
+	User string
+	// ReplyTo is the id of the user's message the answer answers, sent
+	// as __meta__.in_reply_to (default: the message being handled): a
+	// [User] takes an answer to its own message as the word of the
+	// conversation's new holder.
+	ReplyTo string
+	// History is what the person is shown first.
+	History []Line
+}
+
+// Take hands a conversation to the person: it shows them h.History, asks
+// for their answer, and says that to h.User in the conversation. It
+// returns the answer. A handoff that reaches a person ends here; the
+// user's next lines come to the say action.
+func (a *Agent) Take(ctx context.Context, h Handover) (string, error) {
+	if h.Conversation == "" || h.User == "" {
+		return "", errors.New("human: Take needs a conversation and a user")
+	}
+	owner := h.Owner
+	if owner == "" {
+		owner = h.User
+	}
+	for _, l := range h.History {
+		l.Conversation, l.Owner = h.Conversation, owner
 		if err := a.front.Show(ctx, l); err != nil {
 			return "", err
 		}
 	}
-	answer, err := a.front.Ask(ctx, Line{Conversation: conversation, From: user})
+	answer, err := a.front.Ask(ctx, Line{Conversation: h.Conversation, Owner: owner, From: h.User})
 	if err != nil {
 		return "", err
 	}
-	var replyTo string
-	if m := agency.MessageFrom(ctx); m != nil {
+	replyTo := h.ReplyTo
+	if m := agency.MessageFrom(ctx); m != nil && replyTo == "" {
 		replyTo = m.ID
 	}
-	return answer, a.tell(ctx, user, conversation, replyTo, answer)
+	return answer, a.tell(ctx, h.User, h.Conversation, replyTo, answer)
 }

@@ -85,7 +85,7 @@ func TestAgentSay(t *testing.T) {
 	if back.Args.(SayArgs).Content != "Sure." || back.Meta["conversation"] != "c1" || back.Meta["in_reply_to"] != m.ID {
 		t.Errorf("said back %v with %v", back.Args, back.Meta)
 	}
-	if asked := front.Asked(); len(asked) != 1 || asked[0] != (Line{Conversation: "c1", From: "Triage", Text: "Can you take over?"}) {
+	if asked := front.Asked(); len(asked) != 1 || asked[0] != (Line{Conversation: "c1", Owner: "Triage", From: "Triage", Text: "Can you take over?"}) {
 		t.Errorf("asked %+v", asked)
 	}
 
@@ -118,7 +118,7 @@ func TestAgentTake(t *testing.T) {
 	user, heard := inbox("User")
 	b.add(person.Agent(), user)
 	history := []Line{{From: "User", Text: "I want a refund"}, {From: "Refunds", Text: "Let me transfer you."}}
-	got, err := person.Take(b.ctx, "c1", "User", history)
+	got, err := person.Take(b.ctx, Handover{Conversation: "c1", User: "User", History: history})
 	if err != nil || got != "Hello, this is the manager." {
 		t.Fatalf("Take: %q, %v", got, err)
 	}
@@ -127,10 +127,10 @@ func TestAgentTake(t *testing.T) {
 		t.Errorf("the user heard %v from %s with %v", m.Args, m.From, m.Meta)
 	}
 	shown := front.Shown()
-	if len(shown) != 2 || shown[0] != (Line{Conversation: "c1", From: "User", Text: "I want a refund"}) {
+	if len(shown) != 2 || shown[0] != (Line{Conversation: "c1", Owner: "User", From: "User", Text: "I want a refund"}) {
 		t.Errorf("shown %+v", shown)
 	}
-	if asked := front.Asked(); len(asked) != 1 || asked[0] != (Line{Conversation: "c1", From: "User"}) {
+	if asked := front.Asked(); len(asked) != 1 || asked[0] != (Line{Conversation: "c1", Owner: "User", From: "User"}) {
 		t.Errorf("asked %+v", asked)
 	}
 }
@@ -173,8 +173,12 @@ func TestUser(t *testing.T) {
 		tell(ctx, desk, "User", "Desk here", map[string]any{"final": true})
 		return "Desk here", nil
 	})
-	router := sayAgent("Router", func(ctx context.Context, a SayArgs) (string, error) {
-		// Hands the conversation to Desk, which answers the user.
+	var router *agency.Agent
+	router = sayAgent("Router", func(ctx context.Context, a SayArgs) (string, error) {
+		// Hands the conversation to Desk, which answers the user: it
+		// tells the user so (a User takes the word only of the holder and
+		// of those the holder names).
+		tell(ctx, router, "User", "Desk will answer.", map[string]any{"handed_to": "Desk"})
 		if _, err := agency.AgentFrom(ctx).Send(ctx, "Desk", "say", SayArgs{Content: a.Content}); err != nil {
 			return "", err
 		}
@@ -192,7 +196,7 @@ func TestUser(t *testing.T) {
 	if err := u.Say(b.ctx, "hello"); err != nil {
 		t.Fatal(err)
 	}
-	want := []Line{{"c7", "Echo", "echo: hi"}, {"c7", "Talker", "said back: hello"}}
+	want := []Line{{"c7", "User", "Echo", "echo: hi"}, {"c7", "User", "Talker", "said back: hello"}}
 	if shown := front.Shown(); len(shown) != 2 || shown[0] != want[0] || shown[1] != want[1] {
 		t.Fatalf("shown %+v, want %+v", shown, want)
 	}
@@ -221,7 +225,7 @@ func TestUser(t *testing.T) {
 	if u.Holder() != "Desk" || !u.Ended() {
 		t.Errorf("holder %q, ended %v", u.Holder(), u.Ended())
 	}
-	if shown := front.Shown(); shown[len(shown)-1] != (Line{"c7", "Desk", "Desk here"}) {
+	if shown := front.Shown(); shown[len(shown)-1] != (Line{"c7", "User", "Desk", "Desk here"}) {
 		t.Errorf("shown %+v", shown)
 	}
 	// Porter answers and hands on (__meta__.handed_to): the answer is
@@ -258,8 +262,8 @@ func TestUser(t *testing.T) {
 	if err := <-said; err != nil {
 		t.Fatal(err)
 	}
-	if shown := front.Shown(); len(shown) != n+2 || shown[n] != (Line{"c7", "Porter", "One moment."}) ||
-		shown[n+1] != (Line{"c7", "Clerk", "Clerk here."}) {
+	if shown := front.Shown(); len(shown) != n+2 || shown[n] != (Line{"c7", "User", "Porter", "One moment."}) ||
+		shown[n+1] != (Line{"c7", "User", "Clerk", "Clerk here."}) {
 		t.Errorf("shown %+v", shown[n:])
 	}
 	if _, err := NewUser("U2", front, StartWith("a b")); !errors.Is(err, agency.ErrInvalidOption) {
@@ -287,7 +291,7 @@ func TestUserRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	shown := front.Shown()
-	if len(shown) != 2 || shown[0] != (Line{"User", "Echo", "echo: one"}) || shown[1].From != "" {
+	if len(shown) != 2 || shown[0] != (Line{"User", "User", "Echo", "echo: one"}) || shown[1].From != "" {
 		t.Errorf("shown %+v", shown)
 	}
 	if len(front.Asked()) != 4 {

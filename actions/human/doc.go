@@ -21,4 +21,9 @@
 // Says follow the conventions of the LLM agents of actions/openai:
 // __meta__.conversation names the conversation, and a say that carries
 // __meta__.in_reply_to or __meta__.tool_call_id is answered only by value.
+// A conversation belongs to the agent that started it: two agents that
+// name the same conversation id speak in two conversations (Line.Owner
+// tells them apart), and a User takes a new holder only from its holder
+// (__meta__.handed_to) or from an agent that answers one of the User's own
+// says, so no other agent reads the person's next line.
 package human

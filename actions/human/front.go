@@ -7,9 +7,13 @@ import (
 	"sync"
 )
 
-// Line is one line of what a person sees: who said it, and what.
+// Line is one line of what a person sees: who said it, and what, in which
+// conversation. A conversation belongs to the agent that started it, so
+// two agents that name the same conversation id speak in two
+// conversations: Owner tells them apart.
 type Line struct {
 	Conversation string
+	Owner        string // who the conversation belongs to
 	From         string // the agent that said it; "" for a note of the front's own
 	Text         string
 }

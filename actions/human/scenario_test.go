@@ -20,6 +20,9 @@ type handoffArgs struct {
 	Conversation string           `json:"conversation"`
 	User         string           `json:"user"`
 	History      []openai.Message `json:"history"`
+	// ReplyTo is the user's say the next answer answers: the User takes
+	// an answer to its own say as the word of the new holder.
+	ReplyTo string `json:"reply_to"`
 }
 
 // transfers is an extension that offers one transfer tool per target; a
@@ -38,7 +41,11 @@ func transfers(tb testing.TB, targets map[string]string) openai.Extension {
 		Call: func(ctx context.Context, t *openai.Turn, c openai.ToolCall) (string, error) {
 			to := targets[c.Name]
 			t.End(func(ctx context.Context, t *openai.Turn) {
-				args := handoffArgs{Conversation: t.Conversation, User: t.Partner, History: t.History}
+				replyTo, _ := t.Data.(string) // a turn handed over carries it
+				if m := agency.MessageFrom(ctx); replyTo == "" && m != nil {
+					replyTo = m.ID // the user's say
+				}
+				args := handoffArgs{Conversation: t.Conversation, User: t.Partner, History: t.History, ReplyTo: replyTo}
 				if _, err := t.Agent().Send(ctx, to, "handoff", args); err != nil {
 					tb.Error(err)
 				}
@@ -58,7 +65,8 @@ func newLLM(t *testing.T, id string, srv *openaitest.Server, targets map[string]
 	// The conversation comes back through handoff: the agent answers at
 	// once, on the history it is handed.
 	agency.Handle(llm.Agent(), "handoff", func(ctx context.Context, h handoffArgs) (string, error) {
-		return llm.Continue(ctx, openai.Continuation{Conversation: h.Conversation, Partner: h.User, History: h.History})
+		return llm.Continue(ctx, openai.Continuation{Conversation: h.Conversation, Partner: h.User, History: h.History,
+			ReplyTo: h.ReplyTo, Data: h.ReplyTo})
 	})
 	return llm
 }
@@ -93,7 +101,7 @@ func TestHandoffsToAPerson(t *testing.T) {
 				lines = append(lines, human.Line{From: m.Name, Text: m.Content})
 			}
 		}
-		return person.Take(ctx, h.Conversation, h.User, lines)
+		return person.Take(ctx, human.Handover{Conversation: h.Conversation, User: h.User, ReplyTo: h.ReplyTo, History: lines})
 	})
 
 	screen := human.NewScript("I want a refund", "I want to talk to your manager", "Thanks!")
@@ -113,21 +121,21 @@ func TestHandoffsToAPerson(t *testing.T) {
 	}
 
 	want := []human.Line{
-		{Conversation: "c1", From: "Refunds", Text: "What is wrong with the shoes?"},
-		{Conversation: "c1", From: "Human", Text: "Hello, this is the manager."},
-		{Conversation: "c1", From: "Human", Text: "You are welcome."},
+		{Conversation: "c1", Owner: "User", From: "Refunds", Text: "What is wrong with the shoes?"},
+		{Conversation: "c1", Owner: "User", From: "Human", Text: "Hello, this is the manager."},
+		{Conversation: "c1", Owner: "User", From: "Human", Text: "You are welcome."},
 	}
 	if shown := screen.Shown(); !slices.Equal(shown, want) {
 		t.Errorf("the user was shown\n %+v\nwant\n %+v", shown, want)
 	}
 	if got := operator.Shown(); !slices.Equal(got, []human.Line{
-		{Conversation: "c1", From: "User", Text: "I want a refund"},
-		{Conversation: "c1", From: "Refunds", Text: "What is wrong with the shoes?"},
-		{Conversation: "c1", From: "User", Text: "I want to talk to your manager"},
+		{Conversation: "c1", Owner: "User", From: "User", Text: "I want a refund"},
+		{Conversation: "c1", Owner: "User", From: "Refunds", Text: "What is wrong with the shoes?"},
+		{Conversation: "c1", Owner: "User", From: "User", Text: "I want to talk to your manager"},
 	}) {
 		t.Errorf("the person was shown %+v", got)
 	}
-	if asked := operator.Asked(); len(asked) != 2 || asked[1] != (human.Line{Conversation: "c1", From: "User", Text: "Thanks!"}) {
+	if asked := operator.Asked(); len(asked) != 2 || asked[1] != (human.Line{Conversation: "c1", Owner: "User", From: "User", Text: "Thanks!"}) {
 		t.Errorf("the person was asked %+v", asked)
 	}
 

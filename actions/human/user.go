@@ -6,20 +6,26 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"sync"
 
 	"github.com/seed72275b23/agency-go/agency"
 )
 
-// User speaks for a person in one conversation: it says each of their
-// lines to the agent that holds the conversation, and shows them every
-// say it receives. The agent that holds the conversation is the one given
-// by StartWith, then whichever agent said something to the User last (an
-// agent that took the conversation over by a handoff answers, and so
-// holds it from then on), or the agent a say names in
-// __meta__.handed_to: such a say is shown, and the answer still awaited
-// comes from that agent.
+// User speaks for a person in one conversation, which belongs to it: it
+// says each of their lines to the agent that holds the conversation, and
+// shows them every say it receives. The agent that holds the conversation
+// is the one given by StartWith (or, without it, the first agent that says
+// something in the conversation); then an agent that answers one of the
+// User's own says (its __meta__.in_reply_to names one: an agent that took
+// the conversation over by a handoff answers so, and holds it from then
+// on), or the agent that the holder names in __meta__.handed_to (such a
+// say is shown, and the answer still awaited comes from that agent).
+// Another agent that says something in the conversation is shown, as the
+// conversation of its own that it is (Line.Owner), but neither answers
+// the person nor takes the conversation over: only the holder and the
+// agents it hands over to ever read the person's next line.
 //
 // When its Front cannot show a say (Show fails: a Terminal was closed),
 // the person can no longer follow the conversation: that say fails with
@@ -32,10 +38,11 @@ type User struct {
 
 	mu      sync.Mutex
 	holder  string
-	answers int   // says received in the conversation (but those handing it on)
-	handed  int   // says received that hand the conversation on
-	final   bool  // one of them carried __meta__.final
-	broken  error // why a say could not be shown, once one could not
+	said    []string // ids of the last says sent to a holder
+	answers int      // says received in the conversation (but those handing it on)
+	handed  int      // says received that hand the conversation on
+	final   bool     // one of them carried __meta__.final
+	broken  error    // why a say could not be shown, once one could not
 	changed chan struct{}
 }
 
@@ -142,7 +149,12 @@ func (u *User) say(ctx context.Context, args SayArgs) (string, error) {
 	if !ok || c == "" {
 		conv = u.conv
 	}
-	if err := u.front.Show(ctx, Line{Conversation: conv, From: m.From, Text: args.Content}); err != nil {
+	mine := conv == u.conv && u.mayHold(m)
+	owner := u.agent.ID()
+	if !mine {
+		owner = m.From // a conversation of the sender's own
+	}
+	if err := u.front.Show(ctx, Line{Conversation: conv, Owner: owner, From: m.From, Text: args.Content}); err != nil {
 		err = fmt.Errorf("human: %s could not be shown what %s said: %w", u.agent.ID(), m.From, err)
 		u.mu.Lock()
 		if u.broken == nil {
@@ -153,10 +165,10 @@ func (u *User) say(ctx context.Context, args SayArgs) (string, error) {
 		u.mu.Unlock()
 		return "", err
 	}
-	if conv == u.conv {
+	if mine {
 		u.mu.Lock()
 		defer u.mu.Unlock()
-		if to, _ := m.Meta[metaHandedTo].(string); to != "" {
+		if to, _ := m.Meta[metaHandedTo].(string); to != "" && m.From == u.holder {
 			u.holder = to
 			u.handed++
 			return "shown", nil
@@ -171,6 +183,23 @@ func (u *User) say(ctx context.Context, args SayArgs) (string, error) {
 	}
 	return "shown", nil
 }
+
+// mayHold reports whether the sender of a say in the User's conversation
+// speaks in it: the holder (the first agent to speak, when StartWith named
+// none), or an agent that answers one of the User's says (the holder
+// handed the conversation to it).
+func (u *User) mayHold(m *agency.Message) bool {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if m.From == u.holder || u.holder == "" {
+		return true
+	}
+	r, _ := m.Meta[metaReply].(string)
+	return r != "" && slices.Contains(u.said, r)
+}
+
+// keptSaid bounds the ids of its says a User remembers.
+const keptSaid = 16
 
 // Say says text to the agent that holds the conversation and waits for the
 // answer, which the person is shown: a say back, from that agent or from
@@ -190,7 +219,13 @@ func (u *User) Say(ctx context.Context, text string) error {
 	if to == "" {
 		return errors.New("human: no agent holds the conversation yet: name one with StartWith")
 	}
-	m := &agency.Message{To: to, Action: "say", Args: SayArgs{Content: text}, Meta: map[string]any{metaConversation: u.conv}}
+	m := &agency.Message{ID: agency.NewID(), To: to, Action: "say", Args: SayArgs{Content: text}, Meta: map[string]any{metaConversation: u.conv}}
+	u.mu.Lock()
+	u.said = append(u.said, m.ID)
+	if len(u.said) > keptSaid {
+		u.said = slices.Delete(u.said, 0, len(u.said)-keptSaid)
+	}
+	u.mu.Unlock()
 	r, err := u.agent.RequestMessage(ctx, m)
 	switch {
 	case errors.Is(err, agency.ErrNoRecipient) || ctx.Err() != nil:
@@ -218,7 +253,7 @@ func (u *User) Say(ctx context.Context, text string) error {
 	case u.handedSince(handed): // answered, and handed on: the new holder answers
 		return u.waitAnswer(ctx, mark)
 	}
-	return u.front.Show(ctx, Line{Conversation: u.conv, From: to, Text: v})
+	return u.front.Show(ctx, Line{Conversation: u.conv, Owner: u.agent.ID(), From: to, Text: v})
 }
 
 func (u *User) brokenErr() error {
@@ -298,7 +333,7 @@ func (u *User) Run(ctx context.Context) error {
 			if broken := u.brokenErr(); broken != nil {
 				return broken
 			}
-			_ = u.front.Show(ctx, Line{Conversation: u.conv, Text: fmt.Sprintf("(%v)\n", err)})
+			_ = u.front.Show(ctx, Line{Conversation: u.conv, Owner: u.agent.ID(), Text: fmt.Sprintf("(%v)\n", err)})
 		}
 	}
 	return nil

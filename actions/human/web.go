@@ -15,8 +15,8 @@ import (
 // client: it keeps what it shows, and serves it with the question waiting
 // for an answer; the client posts the answers.
 //
-//	GET  /?after=N  {"lines": [{"seq":…, "conversation":…, "from":…, "text":…}, …],
-//	                 "question": {"seq":…, "conversation":…, "from":…, "text":…} or null,
+//	GET  /?after=N  {"lines": [{"seq":…, "conversation":…, "owner":…, "from":…, "text":…}, …],
+//	                 "question": {"seq":…, "conversation":…, "owner":…, "from":…, "text":…} or null,
 //	                 "next": M}
 //	POST /          {"seq": Q, "text": "…"}  → 204, or 409 when Q is not the question whose turn it is
 //
@@ -42,6 +42,7 @@ type Web struct {
 type webLine struct {
 	Seq          int    `json:"seq"`
 	Conversation string `json:"conversation"`
+	Owner        string `json:"owner,omitempty"`
 	From         string `json:"from"`
 	Text         string `json:"text"`
 }
@@ -61,7 +62,7 @@ func NewWeb() *Web { return &Web{} }
 
 func (w *Web) line(l Line) webLine {
 	w.seq++
-	return webLine{Seq: w.seq, Conversation: l.Conversation, From: l.From, Text: l.Text}
+	return webLine{Seq: w.seq, Conversation: l.Conversation, Owner: l.Owner, From: l.From, Text: l.Text}
 }
 
 // Show keeps l for the next GET.

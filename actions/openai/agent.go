@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/hashicorp/golang-lru/v2/simplelru"
 	gopenai "github.com/sashabaranov/go-openai"
 
 	"github.com/seed72275b23/agency-go/agency"
@@ -29,8 +30,13 @@ var ErrNoEndpoint = errors.New("openai: no API key or base URL: set OPENAI_API_K
 //
 // It keeps one history per conversation (__meta__.conversation, or the
 // sender's id when a say has none) and runs one turn at a time per
-// conversation, turns of different conversations at once. Its methods are
-// safe for concurrent use.
+// conversation, turns of different conversations at once. A conversation
+// belongs to the agent that started it: a say from another agent that
+// names the same conversation id is a turn of a conversation of that
+// agent's own (see [ConversationKey]), which never sees or changes the
+// first one's history or usage. Only an agent named with [Relays] may
+// speak for others (__meta__.on_behalf_of). Its methods are safe for
+// concurrent use.
 type Agent struct {
 	agent  *agency.Agent
 	client *gopenai.Client
@@ -46,8 +52,9 @@ type Agent struct {
 	params         Params
 	allow, deny    []selector
 	exts           []Extension
+	relays         []string
 	stream         func(context.Context, Chunk)
-	onUsage        func(ctx context.Context, conversation string, turn, sum Usage)
+	onUsage        func(ctx context.Context, owner, conversation string, turn, sum Usage)
 	logger         *slog.Logger
 	sleep          func(ctx context.Context, d time.Duration) error // waits between retries; tests record it
 
@@ -57,7 +64,7 @@ type Agent struct {
 	catalog catalog
 
 	usageMu sync.Mutex
-	usage   *lru[Usage] // conversation → what its turns used
+	usage   *simplelru.LRU[string, Usage] // ConversationKey → what its turns used
 }
 
 // New returns an LLM agent with the given id, not yet in a space. It fails
@@ -73,7 +80,7 @@ func New(id string, opts ...Option) (*Agent, error) {
 		}
 	}
 	if c.memory != nil && c.history != 0 {
-		return nil, invalid("History bounds the default memory; it cannot be given with WithMemory")
+		return nil, invalidf("History bounds the default memory; it cannot be given with WithMemory")
 	}
 	key := optOrEnv(c.apiKey, "OPENAI_API_KEY")
 	baseURL := optOrEnv(c.baseURL, "OPENAI_BASE_URL")
@@ -104,6 +111,7 @@ func New(id string, opts ...Option) (*Agent, error) {
 		allow:          c.allow,
 		deny:           c.deny,
 		exts:           c.exts,
+		relays:         c.relays,
 		stream:         c.stream,
 		onUsage:        c.onUsage,
 		logger:         slog.New(slog.DiscardHandler),
@@ -130,7 +138,7 @@ func New(id string, opts ...Option) (*Agent, error) {
 	// conversation start in the order they came.
 	agentOpts := []agency.Option{
 		agency.Hooks(hooks{a}), agency.OwnBroadcasts(false), agency.Concurrency(maxHandlers),
-		agency.Sequence(saySequence),
+		agency.Sequence(a.saySequence),
 	}
 	if c.logger != nil {
 		a.logger = c.logger
@@ -162,11 +170,15 @@ func New(id string, opts ...Option) (*Agent, error) {
 
 // saySequence keys a say by its conversation, so that the says of one
 // conversation run in arrival order; other messages run as they come.
-func saySequence(m *agency.Message) string {
+func (a *Agent) saySequence(m *agency.Message) string {
 	if m.Action != "say" {
 		return ""
 	}
-	return conversationOf(m)
+	owner, err := a.ownerOf(m)
+	if err != nil {
+		return "" // refused when it runs
+	}
+	return ConversationKey(owner, conversationOf(m))
 }
 
 // maxHandlers bounds the agent's handlers at once: says waiting for their
@@ -176,19 +188,23 @@ const maxHandlers = 1024
 // Agent returns the agent to add to a space.
 func (a *Agent) Agent() *agency.Agent { return a.agent }
 
-// Usage returns what the turns of the conversation have used since the
-// agent was created (for the 1,000 conversations used last).
-func (a *Agent) Usage(conversation string) Usage {
+// Usage returns what the turns of owner's conversation have used since
+// the agent was created (for the 1,000 conversations used last). The
+// owner of a conversation is the agent that started it (see
+// [ConversationKey]).
+func (a *Agent) Usage(owner, conversation string) Usage {
 	a.usageMu.Lock()
 	defer a.usageMu.Unlock()
-	u, _ := a.usage.get(conversation)
+	u, _ := a.usage.Get(ConversationKey(owner, conversation))
 	return u
 }
 
 // Continue runs a turn of a conversation handed over by another agent:
 // with c.History (when not nil) as the conversation's history, the model
 // is called at once, and its answer is said to c.Partner (with the
-// conversation's id in __meta__) and returned. It waits while another turn
+// conversation's id in __meta__) and returned. The conversation is
+// c.Owner's (c.Partner's when Owner is empty): the user's later says in it
+// continue it, anyone else's are conversations of their own. It waits while another turn
 // of the conversation runs. It is meant for the handler of an action
 // through which the conversation is handed over (a handoff); the answer is
 // empty when an extension ended the turn without one.
@@ -196,21 +212,26 @@ func (a *Agent) Continue(ctx context.Context, c Continuation) (string, error) {
 	if c.Conversation == "" || c.Partner == "" {
 		return "", errors.New("openai: Continue needs a conversation and a partner")
 	}
-	unlock, err := a.convs.lock(ctx, c.Conversation)
+	owner := c.Owner
+	if owner == "" {
+		owner = c.Partner
+	}
+	key := ConversationKey(owner, c.Conversation)
+	unlock, err := a.convs.lock(ctx, key)
 	if err != nil {
 		return "", err
 	}
 	defer unlock()
 	if c.History != nil {
-		if err := a.memory.Replace(ctx, c.Conversation, c.History); err != nil {
+		if err := a.memory.Replace(ctx, key, c.History); err != nil {
 			return "", fmt.Errorf("openai: the history of %q: %w", c.Conversation, err)
 		}
 	}
-	var replyTo string
-	if m := agency.MessageFrom(ctx); m != nil {
+	replyTo := c.ReplyTo
+	if m := agency.MessageFrom(ctx); m != nil && replyTo == "" {
 		replyTo = m.ID
 	}
-	return a.serve(ctx, c.Conversation, c.Partner, nil, replyTo, true, c.Data)
+	return a.serve(ctx, owner, c.Conversation, c.Partner, nil, replyTo, true, c.Data)
 }
 
 func optOrEnv(opt *string, env string) string {

@@ -352,7 +352,7 @@ func TestUnknownSender(t *testing.T) {
 	if !strings.Contains(reqs[1].Messages[0].Content, `"Late"`) {
 		t.Errorf("system prompt %q", reqs[1].Messages[0].Content)
 	}
-	if h, _ := f.llm.memory.Load(f.ctx, "User"); len(h) != 0 {
+	if h, _ := f.llm.memory.Load(f.ctx, ConversationKey("User", "User")); len(h) != 0 {
 		t.Errorf("a conversation with the User appeared: %+v", h)
 	}
 }

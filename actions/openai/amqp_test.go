@@ -460,7 +460,7 @@ func TestExtensionsAcrossProcesses(t *testing.T) {
 				streamed.WriteString(c.Text)
 			}
 		}),
-		OnUsage(func(_ context.Context, _ string, _, s Usage) { mu.Lock(); sum = s; mu.Unlock() }))
+		OnUsage(func(_ context.Context, _, _ string, _, s Usage) { mu.Lock(); sum = s; mu.Unlock() }))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -547,7 +547,7 @@ func TestExtensionsAcrossProcesses(t *testing.T) {
 	if sum.Calls != 2 || sum.PromptTokens != 30 || sum.CompletionTokens != 8 {
 		t.Errorf("usage of the conversation %+v, want 2 calls, 30 prompt and 8 completion tokens", sum)
 	}
-	if u := llm.Usage("c1"); u != sum {
+	if u := llm.Usage(userID, "c1"); u != sum {
 		t.Errorf("Usage(c1) = %+v, want %+v", u, sum)
 	}
 	p.stop()

@@ -13,6 +13,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/hashicorp/golang-lru/v2/simplelru"
+
 	"github.com/seed72275b23/agency-go/agency"
 )
 
@@ -21,13 +23,13 @@ import (
 // read and write it from several goroutines, hence the lock.
 type catalog struct {
 	mu      sync.Mutex
-	agents  map[string][]toolSpec    // agent id → its actions, sorted by name
-	asking  *lru[helpAsked]          // agent id → the help sent to it and not answered yet
-	changed chan struct{}            // closed and replaced on every change (tests wait on it)
-	asked   time.Time                // when the space was last surveyed
-	survey  chan struct{}            // closed when the survey under way ends; nil when none is
-	stop    context.CancelFunc       // ends the survey made on joining, while it runs
-	probes  map[string]chan struct{} // id of a help sent by refresh → closed once its answer is taken
+	agents  map[string][]toolSpec             // agent id → its actions, sorted by name
+	asking  *simplelru.LRU[string, helpAsked] // agent id → the help sent to it and not answered yet
+	changed chan struct{}                     // closed and replaced on every change (tests wait on it)
+	asked   time.Time                         // when the space was last surveyed
+	survey  chan struct{}                     // closed when the survey under way ends; nil when none is
+	stop    context.CancelFunc                // ends the survey made on joining, while it runs
+	probes  map[string]chan struct{}          // id of a help sent by refresh → closed once its answer is taken
 }
 
 // helpAsked is the latest help sent to one agent, whose answer has not
@@ -228,10 +230,10 @@ func (a *Agent) answered(m *agency.Message, gone bool) (latest, spoke bool) {
 	c := &a.catalog
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	h, ok := c.asking.get(m.From)
+	h, ok := c.asking.Get(m.From)
 	latest = ok && h.id == m.ParentID
 	if latest || (ok && !gone) {
-		c.asking.remove(m.From)
+		c.asking.Remove(m.From)
 	}
 	return latest, ok && h.spoke
 }
@@ -254,16 +256,16 @@ func (a *Agent) notice(ctx context.Context, id, conversation string) {
 		c.mu.Unlock()
 		return
 	}
-	if h, asked := c.asking.get(id); asked && time.Since(h.at) < a.helpAgain() {
+	if h, asked := c.asking.Get(id); asked && time.Since(h.at) < a.helpAgain() {
 		h.spoke = true
-		c.asking.put(id, h)
+		c.asking.Add(id, h)
 		c.mu.Unlock()
 		return
 	}
 	// Recorded before the send, so that no answer can come first; an older
 	// help to id is forgotten (its answer is still taken).
 	msgID := agency.NewID() + helpSuffix
-	c.asking.put(id, helpAsked{id: msgID, at: time.Now()})
+	c.asking.Add(id, helpAsked{id: msgID, at: time.Now()})
 	c.mu.Unlock()
 	m := &agency.Message{To: id, ID: msgID, Action: agency.HelpAction}
 	if conversation != "" {
@@ -272,8 +274,8 @@ func (a *Agent) notice(ctx context.Context, id, conversation string) {
 	if _, err := a.agent.SendMessage(ctx, m); err != nil {
 		a.logger.Warn("openai: help not sent", "to", id, "error", err)
 		c.mu.Lock()
-		if h, ok := c.asking.get(id); ok && h.id == msgID {
-			c.asking.remove(id)
+		if h, ok := c.asking.Get(id); ok && h.id == msgID {
+			c.asking.Remove(id)
 		}
 		c.mu.Unlock()
 	}
@@ -395,7 +397,7 @@ func (a *Agent) refresh(ctx context.Context, id, conversation string, timeout ti
 	done := make(chan struct{})
 	c.mu.Lock()
 	// Recorded before the send, so that no answer can come first.
-	c.asking.put(id, helpAsked{id: msgID, at: time.Now()})
+	c.asking.Add(id, helpAsked{id: msgID, at: time.Now()})
 	c.probes[msgID] = done
 	c.mu.Unlock()
 	defer func() {
@@ -410,8 +412,8 @@ func (a *Agent) refresh(ctx context.Context, id, conversation string, timeout ti
 	if _, err := a.agent.SendMessage(ctx, m); err != nil {
 		a.logger.Warn("openai: help refresh failed", "agent", id, "error", err)
 		c.mu.Lock()
-		if h, ok := c.asking.get(id); ok && h.id == msgID {
-			c.asking.remove(id)
+		if h, ok := c.asking.Get(id); ok && h.id == msgID {
+			c.asking.Remove(id)
 		}
 		c.mu.Unlock()
 		return

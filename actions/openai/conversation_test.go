@@ -250,7 +250,7 @@ func TestConversationDefaultsToSender(t *testing.T) {
 	if n := len(f.requests(2)[1].Messages); n != 4 {
 		t.Errorf("the explicit conversation User is not the default one: %d messages", n)
 	}
-	h, _ := f.llm.memory.Load(f.ctx, "User")
+	h, _ := f.llm.memory.Load(f.ctx, ConversationKey("User", "User"))
 	if len(h) != 4 || h[0].Name != "User" || h[1].Name != "Assistant" {
 		t.Errorf("history %+v", h)
 	}
@@ -297,7 +297,7 @@ func TestMemory(t *testing.T) {
 	if _, err := f.sayIn(f.user, "c9", "1+2?"); err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"load c9", "append c9 user", "append c9 assistant,tool", "append c9 assistant"}
+	want := []string{"load User c9", "append User c9 user", "append User c9 assistant,tool", "append User c9 assistant"}
 	mem.mu.Lock()
 	defer mem.mu.Unlock()
 	if !slices.Equal(mem.calls, want) {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/seed72275b23/agency-go/actions/openai/openaitest"
 	"github.com/seed72275b23/agency-go/agency"
+	"github.com/seed72275b23/agency-go/agency/driver"
 )
 
 // pinger returns an agent with one action, ping.
@@ -126,7 +127,7 @@ func TestDiscoveryCustomHelp(t *testing.T) {
 // for a broadcast).
 type tapSpace struct {
 	mu    sync.Mutex
-	conns map[string]*agency.Conn
+	conns map[string]*driver.Conn
 	helps []string
 	sent  []*agency.Message // every message the Assistant sent
 	// mute, if set, swallows the messages it picks, as a broker does
@@ -140,11 +141,11 @@ type tapSpace struct {
 }
 
 func newTapSpace(t *testing.T) *tapSpace {
-	s := &tapSpace{conns: make(map[string]*agency.Conn)}
+	s := &tapSpace{conns: make(map[string]*driver.Conn)}
 	t.Cleanup(func() {
 		s.mu.Lock()
 		conns := s.conns
-		s.conns = map[string]*agency.Conn{}
+		s.conns = map[string]*driver.Conn{}
 		s.mu.Unlock()
 		for _, c := range conns {
 			_ = c.Close(context.Background())
@@ -154,7 +155,7 @@ func newTapSpace(t *testing.T) *tapSpace {
 }
 
 func (s *tapSpace) add(ctx context.Context, a *agency.Agent) error {
-	c, err := agency.Connect(a, tapRouter{s})
+	c, err := driver.Connect(a, tapRouter{s})
 	if err != nil {
 		return err
 	}
@@ -198,7 +199,7 @@ func (s *tapSpace) route(ctx context.Context, m *agency.Message) ([]string, erro
 		s.mu.Unlock()
 		return nil, nil
 	}
-	var to []*agency.Conn
+	var to []*driver.Conn
 	if m.To == agency.Broadcast {
 		for _, c := range s.conns {
 			to = append(to, c)
@@ -436,9 +437,9 @@ func TestUnansweredHelpsBounded(t *testing.T) {
 	// Once it is time to ask again, the next message asks again.
 	c := &llm.catalog
 	c.mu.Lock()
-	h, _ := c.asking.get("Mute")
+	h, _ := c.asking.Get("Mute")
 	h.at = h.at.Add(-llm.helpAgain())
-	c.asking.put("Mute", h)
+	c.asking.Add("Mute", h)
 	c.mu.Unlock()
 	llm.notice(ctx, "Mute", "")
 	llm.notice(ctx, "Mute", "")
@@ -449,7 +450,7 @@ func TestUnansweredHelpsBounded(t *testing.T) {
 		llm.notice(ctx, fmt.Sprintf("Mute-%d", i), "")
 	}
 	c.mu.Lock()
-	n := c.asking.len()
+	n := c.asking.Len()
 	c.mu.Unlock()
 	if n > maxAsking {
 		t.Errorf("%d helps awaited at once, want at most %d", n, maxAsking)

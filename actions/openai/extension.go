@@ -56,6 +56,11 @@ type Turn struct {
 	// Conversation is the id of the conversation: the say's
 	// __meta__.conversation, or its sender's id when it has none.
 	Conversation string
+	// Owner is who the conversation belongs to: the agent that started it
+	// (the sender of its first say), or the one a trusted relay spoke for
+	// (see [Relays]). The agent keeps the conversation under
+	// [ConversationKey](Owner, Conversation).
+	Owner string
 	// Partner is the agent that gets the answer.
 	Partner string
 	// History is the conversation as the next model call sends it (but the
@@ -215,9 +220,17 @@ func (u Usage) plus(v Usage) Usage {
 // by another agent (see [Agent.Continue]).
 type Continuation struct {
 	Conversation string
+	// Owner is who the conversation belongs to (default Partner): see
+	// [Turn].
+	Owner string
 	// Partner is the agent that gets the answer: the one that speaks for
 	// the user.
 	Partner string
+	// ReplyTo is the id of the message the answer answers, sent as
+	// __meta__.in_reply_to (default: the message being handled): a handoff
+	// passes the user's say, so that the user agent knows the answer for
+	// its own.
+	ReplyTo string
 	// History replaces what the agent's memory holds of the conversation;
 	// nil keeps it.
 	History []Message

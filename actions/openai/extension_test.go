@@ -91,7 +91,7 @@ func TestExtensionEndsTurnFromCall(t *testing.T) {
 	if h[1].Name != "Assistant" || h[0].Name != "User" {
 		t.Errorf("names %q, %q", h[0].Name, h[1].Name)
 	}
-	stored, _ := f.llm.memory.Load(f.ctx, "c1")
+	stored, _ := f.llm.memory.Load(f.ctx, ConversationKey("User", "c1"))
 	if len(stored) != 5 {
 		t.Errorf("the memory holds %d messages", len(stored))
 	}

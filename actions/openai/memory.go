@@ -1,10 +1,11 @@
 package openai
 
 import (
-	"container/list"
 	"context"
 	"slices"
 	"sync"
+
+	"github.com/hashicorp/golang-lru/v2/simplelru"
 )
 
 // The roles of a [Message].
@@ -36,6 +37,9 @@ type ToolCall struct {
 }
 
 // Memory keeps the history of each conversation, oldest message first.
+// The conversation an agent names to it is a [ConversationKey]: its owner
+// and its id, so that two agents that name the same conversation id keep
+// two histories.
 //
 // An agent calls it for one conversation at a time (it runs one turn at a
 // time per conversation), and for different conversations concurrently.
@@ -68,28 +72,28 @@ func NewMemory(messages, conversations int) Memory {
 type memory struct {
 	max   int
 	mu    sync.Mutex
-	convs *lru[[]Message]
+	convs *simplelru.LRU[string, []Message]
 }
 
 func (m *memory) Load(_ context.Context, conversation string) ([]Message, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	h, _ := m.convs.get(conversation)
+	h, _ := m.convs.Get(conversation)
 	return slices.Clone(h), nil
 }
 
 func (m *memory) Append(_ context.Context, conversation string, msgs ...Message) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	h, _ := m.convs.get(conversation)
-	m.convs.put(conversation, trimHistory(append(h, msgs...), m.max))
+	h, _ := m.convs.Get(conversation)
+	m.convs.Add(conversation, trimHistory(append(h, msgs...), m.max))
 	return nil
 }
 
 func (m *memory) Replace(_ context.Context, conversation string, msgs []Message) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.convs.put(conversation, trimHistory(slices.Clone(msgs), m.max))
+	m.convs.Add(conversation, trimHistory(slices.Clone(msgs), m.max))
 	return nil
 }
 
@@ -105,56 +109,15 @@ func trimHistory(h []Message, n int) []Message {
 	return h
 }
 
-// lru is a map bounded in size that forgets the entry unused longest.
-// It is not safe for concurrent use.
-type lru[V any] struct {
-	max   int
-	order *list.List // of *lruEntry, most recently used first
-	byKey map[string]*list.Element
-}
-
-type lruEntry[V any] struct {
-	key string
-	val V
-}
-
-func newLRU[V any](max int) *lru[V] {
-	return &lru[V]{max: max, order: list.New(), byKey: make(map[string]*list.Element)}
-}
-
-func (l *lru[V]) get(key string) (V, bool) {
-	e, ok := l.byKey[key]
-	if !ok {
-		var zero V
-		return zero, false
+// newLRU returns a map of at most max entries that forgets the one unused
+// longest (github.com/hashicorp/golang-lru/v2's simplelru, which is not
+// safe for concurrent use: its owner locks).
+func newLRU[V any](max int) *simplelru.LRU[string, V] {
+	l, err := simplelru.NewLRU[string, V](max, nil)
+	if err != nil {
+		panic(err) // max < 1, which the callers never give
 	}
-	l.order.MoveToFront(e)
-	return e.Value.(*lruEntry[V]).val, true
-}
-
-// remove forgets the entry of key, if any.
-func (l *lru[V]) remove(key string) {
-	if e, ok := l.byKey[key]; ok {
-		l.order.Remove(e)
-		delete(l.byKey, key)
-	}
-}
-
-// len returns how many entries l holds.
-func (l *lru[V]) len() int { return l.order.Len() }
-
-func (l *lru[V]) put(key string, val V) {
-	if e, ok := l.byKey[key]; ok {
-		e.Value.(*lruEntry[V]).val = val
-		l.order.MoveToFront(e)
-		return
-	}
-	l.byKey[key] = l.order.PushFront(&lruEntry[V]{key: key, val: val})
-	if l.order.Len() > l.max {
-		last := l.order.Back()
-		l.order.Remove(last)
-		delete(l.byKey, last.Value.(*lruEntry[V]).key)
-	}
+	return l
 }
 
 // convLocks runs one turn at a time per conversation. A lock that no one

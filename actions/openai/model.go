@@ -385,6 +385,9 @@ func sorry(err error) string {
 	var gaveUp *retriesError
 	var ext *extError
 	switch {
+	case errors.Is(err, agency.ErrMessageTooLarge):
+		return fmt.Sprintf("Sorry, my answer is too large to send (%s). Please ask for a shorter one.",
+			strings.TrimPrefix(err.Error(), agency.ErrMessageTooLarge.Error()+": "))
 	case errors.As(err, &ext):
 		return fmt.Sprintf("Sorry, something went wrong on my side: %v", err)
 	case errors.Is(err, errTimedOut):

@@ -8,6 +8,7 @@ import (
 	"math"
 	"net/http"
 	"net/url"
+	"slices"
 	"time"
 
 	"github.com/seed72275b23/agency-go/agency"
@@ -56,16 +57,17 @@ type config struct {
 	allow, deny                      []selector
 	exts                             []Extension
 	stream                           func(context.Context, Chunk)
-	onUsage                          func(ctx context.Context, conversation string, turn, sum Usage)
+	onUsage                          func(ctx context.Context, owner, conversation string, turn, sum Usage)
+	relays                           []string
 }
 
-func invalid(format string, args ...any) error {
+func invalidf(format string, args ...any) error {
 	return fmt.Errorf("%w: openai: "+format, append([]any{agency.ErrInvalidOption}, args...)...)
 }
 
 func setOnce(p **string, name, v string) error {
 	if *p != nil {
-		return invalid("%s given twice", name)
+		return invalidf("%s given twice", name)
 	}
 	*p = &v
 	return nil
@@ -75,7 +77,7 @@ func setOnce(p **string, name, v string) error {
 func APIKey(key string) Option {
 	return func(c *config) error {
 		if key == "" {
-			return invalid("APIKey(\"\")")
+			return invalidf("APIKey(\"\")")
 		}
 		return setOnce(&c.apiKey, "APIKey", key)
 	}
@@ -96,7 +98,7 @@ func BaseURL(u string) Option {
 func checkBaseURL(u string) error {
 	p, err := url.Parse(u)
 	if err != nil || (p.Scheme != "http" && p.Scheme != "https") || p.Host == "" {
-		return invalid("base URL %q: want an absolute http or https URL such as http://localhost:11434/v1", u)
+		return invalidf("base URL %q: want an absolute http or https URL such as http://localhost:11434/v1", u)
 	}
 	return nil
 }
@@ -106,7 +108,7 @@ func checkBaseURL(u string) error {
 func Model(name string) Option {
 	return func(c *config) error {
 		if name == "" {
-			return invalid("Model(\"\")")
+			return invalidf("Model(\"\")")
 		}
 		return setOnce(&c.model, "Model", name)
 	}
@@ -128,10 +130,10 @@ func SystemPrompt(text string) Option {
 func MaxSteps(n int) Option {
 	return func(c *config) error {
 		if c.maxSteps != 0 {
-			return invalid("MaxSteps given twice")
+			return invalidf("MaxSteps given twice")
 		}
 		if n < 1 {
-			return invalid("MaxSteps(%d): at least 1", n)
+			return invalidf("MaxSteps(%d): at least 1", n)
 		}
 		c.maxSteps = n
 		return nil
@@ -144,10 +146,10 @@ func MaxSteps(n int) Option {
 func History(n int) Option {
 	return func(c *config) error {
 		if c.history != 0 {
-			return invalid("History given twice")
+			return invalidf("History given twice")
 		}
 		if n < 1 {
-			return invalid("History(%d): at least 1", n)
+			return invalidf("History(%d): at least 1", n)
 		}
 		c.history = n
 		return nil
@@ -160,10 +162,10 @@ func History(n int) Option {
 func WithMemory(m Memory) Option {
 	return func(c *config) error {
 		if c.memory != nil {
-			return invalid("WithMemory given twice")
+			return invalidf("WithMemory given twice")
 		}
 		if m == nil {
-			return invalid("WithMemory(nil)")
+			return invalidf("WithMemory(nil)")
 		}
 		c.memory = m
 		return nil
@@ -177,10 +179,10 @@ func WithMemory(m Memory) Option {
 func Concurrency(n int) Option {
 	return func(c *config) error {
 		if c.concurrency != 0 {
-			return invalid("Concurrency given twice")
+			return invalidf("Concurrency given twice")
 		}
 		if n < 1 {
-			return invalid("Concurrency(%d): at least 1", n)
+			return invalidf("Concurrency(%d): at least 1", n)
 		}
 		c.concurrency = n
 		return nil
@@ -195,10 +197,10 @@ func Concurrency(n int) Option {
 func Retries(n int, backoff time.Duration) Option {
 	return func(c *config) error {
 		if c.retriesSet {
-			return invalid("Retries given twice")
+			return invalidf("Retries given twice")
 		}
 		if n < 0 || backoff < 0 || (n > 0 && backoff == 0) {
-			return invalid("Retries(%d, %v): want n >= 0 and a positive backoff", n, backoff)
+			return invalidf("Retries(%d, %v): want n >= 0 and a positive backoff", n, backoff)
 		}
 		c.retriesSet, c.retries, c.backoff = true, n, backoff
 		return nil
@@ -210,10 +212,10 @@ func Retries(n int, backoff time.Duration) Option {
 func RequestTimeout(d time.Duration) Option {
 	return func(c *config) error {
 		if c.requestTimeout != 0 {
-			return invalid("RequestTimeout given twice")
+			return invalidf("RequestTimeout given twice")
 		}
 		if d <= 0 {
-			return invalid("RequestTimeout(%v): must be positive", d)
+			return invalidf("RequestTimeout(%v): must be positive", d)
 		}
 		c.requestTimeout = d
 		return nil
@@ -226,10 +228,10 @@ func RequestTimeout(d time.Duration) Option {
 func CallTimeout(d time.Duration) Option {
 	return func(c *config) error {
 		if c.callTimeout != 0 {
-			return invalid("CallTimeout given twice")
+			return invalidf("CallTimeout given twice")
 		}
 		if d <= 0 {
-			return invalid("CallTimeout(%v): must be positive", d)
+			return invalidf("CallTimeout(%v): must be positive", d)
 		}
 		c.callTimeout = d
 		return nil
@@ -252,10 +254,10 @@ func CallTimeout(d time.Duration) Option {
 func Rediscover(every, settle time.Duration) Option {
 	return func(c *config) error {
 		if c.rediscoverSet {
-			return invalid("Rediscover given twice")
+			return invalidf("Rediscover given twice")
 		}
 		if every < 0 || settle <= 0 {
-			return invalid("Rediscover(%v, %v): want every >= 0 and a positive settle", every, settle)
+			return invalidf("Rediscover(%v, %v): want every >= 0 and a positive settle", every, settle)
 		}
 		c.rediscoverSet, c.rediscover, c.settle = true, every, settle
 		return nil
@@ -302,10 +304,10 @@ func Deny(agent string, actions ...string) Option {
 func Temperature(t float64) Option {
 	return func(c *config) error {
 		if c.temperatureSet {
-			return invalid("Temperature given twice")
+			return invalidf("Temperature given twice")
 		}
 		if t < 0 || t > 2 || math.IsNaN(t) {
-			return invalid("Temperature(%v): want 0 to 2", t)
+			return invalidf("Temperature(%v): want 0 to 2", t)
 		}
 		c.temperatureSet, c.params.Temperature = true, &t
 		return nil
@@ -316,10 +318,10 @@ func Temperature(t float64) Option {
 func TopP(p float64) Option {
 	return func(c *config) error {
 		if c.topPSet {
-			return invalid("TopP given twice")
+			return invalidf("TopP given twice")
 		}
 		if !(p > 0 && p <= 1) {
-			return invalid("TopP(%v): want more than 0 and at most 1", p)
+			return invalidf("TopP(%v): want more than 0 and at most 1", p)
 		}
 		c.topPSet, c.params.TopP = true, &p
 		return nil
@@ -331,10 +333,10 @@ func TopP(p float64) Option {
 func MaxTokens(n int) Option {
 	return func(c *config) error {
 		if c.params.MaxTokens != 0 {
-			return invalid("MaxTokens given twice")
+			return invalidf("MaxTokens given twice")
 		}
 		if n < 1 {
-			return invalid("MaxTokens(%d): at least 1", n)
+			return invalidf("MaxTokens(%d): at least 1", n)
 		}
 		c.params.MaxTokens = n
 		return nil
@@ -345,7 +347,7 @@ func MaxTokens(n int) Option {
 func Seed(n int) Option {
 	return func(c *config) error {
 		if c.seedSet {
-			return invalid("Seed given twice")
+			return invalidf("Seed given twice")
 		}
 		c.seedSet, c.params.Seed = true, &n
 		return nil
@@ -357,10 +359,10 @@ func Seed(n int) Option {
 func ToolChoice(choice string) Option {
 	return func(c *config) error {
 		if c.params.ToolChoice != "" {
-			return invalid("ToolChoice given twice")
+			return invalidf("ToolChoice given twice")
 		}
 		if choice == "" {
-			return invalid("ToolChoice(\"\")")
+			return invalidf("ToolChoice(\"\")")
 		}
 		c.params.ToolChoice = choice
 		return nil
@@ -372,7 +374,7 @@ func ToolChoice(choice string) Option {
 func ParallelToolCalls(on bool) Option {
 	return func(c *config) error {
 		if c.params.ParallelToolCalls != nil {
-			return invalid("ParallelToolCalls given twice")
+			return invalidf("ParallelToolCalls given twice")
 		}
 		c.params.ParallelToolCalls = &on
 		return nil
@@ -384,10 +386,10 @@ func ParallelToolCalls(on bool) Option {
 func Format(f ResponseFormat) Option {
 	return func(c *config) error {
 		if c.params.ResponseFormat != nil {
-			return invalid("Format given twice")
+			return invalidf("Format given twice")
 		}
 		if f.Schema != nil && (f.Name == "" || !isObject(f.Schema)) {
-			return invalid("Format: a schema needs a name and must be a JSON object")
+			return invalidf("Format: a schema needs a name and must be a JSON object")
 		}
 		if f.Schema != nil {
 			f.Schema = append(json.RawMessage(nil), f.Schema...)
@@ -405,10 +407,10 @@ func Format(f ResponseFormat) Option {
 func Stream(f func(ctx context.Context, c Chunk)) Option {
 	return func(c *config) error {
 		if c.stream != nil {
-			return invalid("Stream given twice")
+			return invalidf("Stream given twice")
 		}
 		if f == nil {
-			return invalid("Stream(nil)")
+			return invalidf("Stream(nil)")
 		}
 		c.stream = f
 		return nil
@@ -416,16 +418,41 @@ func Stream(f func(ctx context.Context, c Chunk)) Option {
 }
 
 // OnUsage has f called after each turn with the turn's usage and the
-// conversation's since the agent started (see also [Agent.Usage]).
-func OnUsage(f func(ctx context.Context, conversation string, turn, sum Usage)) Option {
+// conversation's since the agent started (see also [Agent.Usage]); owner
+// is the agent the conversation belongs to (see [ConversationKey]).
+func OnUsage(f func(ctx context.Context, owner, conversation string, turn, sum Usage)) Option {
 	return func(c *config) error {
 		if c.onUsage != nil {
-			return invalid("OnUsage given twice")
+			return invalidf("OnUsage given twice")
 		}
 		if f == nil {
-			return invalid("OnUsage(nil)")
+			return invalidf("OnUsage(nil)")
 		}
 		c.onUsage = f
+		return nil
+	}
+}
+
+// Relays names the agents that speak for others (a web front that relays
+// many people, say): a say from one of them may carry
+// __meta__.on_behalf_of, the id of whom it speaks for, and is then a turn
+// of that one's conversation, which it may read and continue as they
+// could. No agent is a relay unless named here; a say with on_behalf_of
+// from any other agent is refused with permission_denied.
+func Relays(ids ...string) Option {
+	return func(c *config) error {
+		if c.relays != nil {
+			return invalidf("Relays given twice")
+		}
+		if len(ids) == 0 {
+			return invalidf("Relays(): name at least one agent")
+		}
+		for _, id := range ids {
+			if err := agency.ValidateID(id); err != nil {
+				return invalidf("Relays: %v", err)
+			}
+		}
+		c.relays = slices.Clone(ids)
 		return nil
 	}
 }
@@ -435,7 +462,7 @@ func OnUsage(f func(ctx context.Context, conversation string, turn, sum Usage)) 
 func Extend(x Extension) Option {
 	return func(c *config) error {
 		if x.Before == nil && x.Call == nil && x.Result == nil && x.Answer == nil && x.Added == nil && x.Removing == nil {
-			return invalid("Extend: the extension sets no hook")
+			return invalidf("Extend: the extension sets no hook")
 		}
 		c.exts = append(c.exts, x)
 		return nil
@@ -447,10 +474,10 @@ func Extend(x Extension) Option {
 func HTTPClient(hc *http.Client) Option {
 	return func(c *config) error {
 		if c.httpClient != nil {
-			return invalid("HTTPClient given twice")
+			return invalidf("HTTPClient given twice")
 		}
 		if hc == nil {
-			return invalid("HTTPClient(nil)")
+			return invalidf("HTTPClient(nil)")
 		}
 		c.httpClient = hc
 		return nil
@@ -463,10 +490,10 @@ func HTTPClient(hc *http.Client) Option {
 func Logger(l *slog.Logger) Option {
 	return func(c *config) error {
 		if c.logger != nil {
-			return invalid("Logger given twice")
+			return invalidf("Logger given twice")
 		}
 		if l == nil {
-			return invalid("Logger(nil)")
+			return invalidf("Logger(nil)")
 		}
 		c.logger = l
 		return nil

@@ -156,7 +156,7 @@ func TestStream(t *testing.T) {
 		mu.Lock()
 		defer mu.Unlock()
 		chunks = append(chunks, c)
-	}), OnUsage(func(ctx context.Context, conv string, turn, sum Usage) {
+	}), OnUsage(func(ctx context.Context, _, conv string, turn, sum Usage) {
 		mu.Lock()
 		defer mu.Unlock()
 		usages = append(usages, turn)
@@ -219,7 +219,7 @@ func TestStreamBroken(t *testing.T) {
 		t.Errorf("the closing chunk %+v, want Done with the stream's error", last)
 	}
 	f.requests(1) // not tried again
-	if h, _ := f.llm.memory.Load(f.ctx, "c1"); len(h) != 1 {
+	if h, _ := f.llm.memory.Load(f.ctx, ConversationKey("User", "c1")); len(h) != 1 {
 		t.Errorf("the history %+v holds the abandoned text", h)
 	}
 }
@@ -240,9 +240,12 @@ func TestUsage(t *testing.T) {
 	}
 	var mu sync.Mutex
 	var reports []report
-	f.start([]string{"Calculator"}, OnUsage(func(ctx context.Context, conv string, turn, sum Usage) {
+	f.start([]string{"Calculator"}, OnUsage(func(ctx context.Context, owner, conv string, turn, sum Usage) {
 		mu.Lock()
 		defer mu.Unlock()
+		if owner != "User" {
+			t.Errorf("usage of %s's conversation %s, want User's", owner, conv)
+		}
 		reports = append(reports, report{conv, turn, sum})
 	}))
 	for _, s := range []struct{ conv, text string }{{"a", "1+1"}, {"b", "hi"}, {"a", "bye"}} {
@@ -260,10 +263,10 @@ func TestUsage(t *testing.T) {
 	if !slices.Equal(reports, want) {
 		t.Errorf("reports %+v\nwant %+v", reports, want)
 	}
-	if got := f.llm.Usage("a"); got != want[2].sum {
+	if got := f.llm.Usage("User", "a"); got != want[2].sum {
 		t.Errorf("Usage(a) = %+v", got)
 	}
-	if got := f.llm.Usage("nobody"); got != (Usage{}) {
+	if got := f.llm.Usage("User", "nobody"); got != (Usage{}) {
 		t.Errorf("Usage(nobody) = %+v", got)
 	}
 }

@@ -81,11 +81,11 @@ type selector struct {
 
 func newSelector(opt, agent string, actions []string) (selector, error) {
 	if agent == "" {
-		return selector{}, invalid("%s(\"\"): name an agent id, or \"*\" for every agent", opt)
+		return selector{}, invalidf("%s(\"\"): name an agent id, or \"*\" for every agent", opt)
 	}
 	for _, a := range actions {
 		if a == "" {
-			return selector{}, invalid("%s(%q, \"\"): an empty action name", opt, agent)
+			return selector{}, invalidf("%s(%q, \"\"): an empty action name", opt, agent)
 		}
 	}
 	return selector{agent: agent, actions: slices.Clone(actions)}, nil

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 	"strings"
 	"sync"
 
@@ -35,6 +36,11 @@ const (
 	metaToolCall = "tool_call_id"
 	// metaThoughts carries the text the model wrote beside its tool calls.
 	metaThoughts = "thoughts"
+	// MetaOnBehalfOf is the __meta__ key through which an agent named a
+	// trusted relay ([Relays]) says whom it speaks for: the owner of the
+	// conversation it names. From any other agent a say that carries it is
+	// refused (permission_denied).
+	MetaOnBehalfOf = "on_behalf_of"
 )
 
 // conversationOf returns the conversation a message belongs to: its
@@ -46,6 +52,36 @@ func conversationOf(m *agency.Message) string {
 	return m.From
 }
 
+// ConversationKey is the key under which an agent keeps a conversation:
+// its owner, a space, and its id. A conversation belongs to the agent
+// that started it (the sender of its first say): another sender that
+// names the same conversation id gets a conversation of its own, with
+// another key, and never sees or changes the first one's turns, memory or
+// usage. Memory implementations get this key, never the bare id. (An
+// owner is an agent id, which holds no white space, so the first space
+// ends it.)
+func ConversationKey(owner, conversation string) string { return owner + " " + conversation }
+
+// ownerOf returns who owns the conversation a say names: its sender, or,
+// for a say from a trusted relay that carries __meta__.on_behalf_of,
+// the one the relay speaks for. A say from another agent that carries
+// on_behalf_of is refused.
+func (a *Agent) ownerOf(m *agency.Message) (string, error) {
+	v, ok := m.Meta[MetaOnBehalfOf]
+	if !ok {
+		return m.From, nil
+	}
+	if !slices.Contains(a.relays, m.From) {
+		return "", agency.PermissionDenied("%s does not take %s from %s: only the agents named with openai.Relays may speak for others; say without it to talk in a conversation of your own",
+			a.agent.ID(), MetaOnBehalfOf, m.From)
+	}
+	owner, _ := v.(string)
+	if err := agency.ValidateID(owner); err != nil {
+		return "", agency.InvalidArgs("%s: %v", MetaOnBehalfOf, err)
+	}
+	return owner, nil
+}
+
 // say runs one turn of the sender's conversation: model calls and tool
 // calls until the model answers in text. It says the answer back to the
 // sender and returns it; when the model cannot be used it says and returns
@@ -53,7 +89,11 @@ func conversationOf(m *agency.Message) string {
 func (a *Agent) say(ctx context.Context, args SayArgs) (string, error) {
 	m := agency.MessageFrom(ctx)
 	partner, conv := m.From, conversationOf(m)
-	unlock, err := a.convs.lock(ctx, conv)
+	owner, err := a.ownerOf(m)
+	if err != nil {
+		return "", err
+	}
+	unlock, err := a.convs.lock(ctx, ConversationKey(owner, conv))
 	if err != nil {
 		return "", err
 	}
@@ -66,14 +106,14 @@ func (a *Agent) say(ctx context.Context, args SayArgs) (string, error) {
 		replyTo = "" // the value is the answer; no say back
 	}
 	user := &Message{Role: RoleUser, Name: partner, Content: args.Content}
-	return a.serve(ctx, conv, partner, user, replyTo, !answered && !asTool, nil)
+	return a.serve(ctx, owner, conv, partner, user, replyTo, !answered && !asTool, nil)
 }
 
-// serve runs a turn of the conversation conv, whose lock the caller holds,
-// after appending user (if any) to its history. Each answer is said to
+// serve runs a turn of the conversation conv of owner, whose lock the
+// caller holds, after appending user (if any) to its history. Each answer is said to
 // partner when sayBack is set, with __meta__.in_reply_to replyTo (if any).
 // data is the turn's Data. It returns the last answer.
-func (a *Agent) serve(ctx context.Context, conv, partner string, user *Message, replyTo string, sayBack bool, data any) (string, error) {
+func (a *Agent) serve(ctx context.Context, owner, conv, partner string, user *Message, replyTo string, sayBack bool, data any) (string, error) {
 	select {
 	case a.turns <- struct{}{}:
 	case <-ctx.Done():
@@ -81,6 +121,7 @@ func (a *Agent) serve(ctx context.Context, conv, partner string, user *Message, 
 	}
 	defer func() { <-a.turns }()
 
+	var tooLarge error // an answer the space could not carry
 	deliver := func(text string, extra map[string]any) {
 		if !sayBack {
 			return
@@ -94,12 +135,16 @@ func (a *Agent) serve(ctx context.Context, conv, partner string, user *Message, 
 		r := &agency.Message{To: partner, Meta: meta, Action: "say", Args: SayArgs{Content: text}}
 		if _, err := a.agent.SendMessage(ctx, r); err != nil {
 			a.logger.Warn("openai: answer not sent", "to", partner, "conversation", conv, "error", err)
+			if errors.Is(err, agency.ErrMessageTooLarge) && tooLarge == nil {
+				tooLarge = err
+			}
 		}
 	}
 
-	history, err := a.memory.Load(ctx, conv)
+	key := ConversationKey(owner, conv)
+	history, err := a.memory.Load(ctx, key)
 	if err == nil && user != nil {
-		if err = a.memory.Append(ctx, conv, *user); err == nil {
+		if err = a.memory.Append(ctx, key, *user); err == nil {
 			history = append(history, *user)
 		}
 	}
@@ -109,10 +154,13 @@ func (a *Agent) serve(ctx context.Context, conv, partner string, user *Message, 
 	var answer string
 	var used Usage
 	if err == nil {
-		t := &Turn{Conversation: conv, Partner: partner, History: history, Data: data, agent: a.agent, llm: a}
+		t := &Turn{Conversation: conv, Owner: owner, Partner: partner, History: history, Data: data, agent: a.agent, llm: a}
 		answer, used, err = a.turn(ctx, t, deliver)
+		if err == nil && tooLarge != nil {
+			err = tooLarge // the turn ends with the error, not in silence
+		}
 	}
-	a.account(ctx, conv, used)
+	a.account(ctx, owner, conv, used)
 	if err != nil && ctx.Err() != nil {
 		return "", err // the agent is being taken out of its space, or the caller gave up
 	}
@@ -120,20 +168,24 @@ func (a *Agent) serve(ctx context.Context, conv, partner string, user *Message, 
 		a.logger.Error("openai: turn failed", "agent", a.agent.ID(), "conversation", conv, "partner", partner, "error", err)
 		text := sorry(err)
 		deliver(text, nil)
+		if errors.Is(err, agency.ErrMessageTooLarge) {
+			return "", &agency.ActionError{Type: agency.ErrorResponseTooLarge, Text: text}
+		}
 		return "", errors.New(text)
 	}
 	return answer, nil
 }
 
 // account adds a turn's usage to its conversation's and reports both.
-func (a *Agent) account(ctx context.Context, conv string, turn Usage) {
+func (a *Agent) account(ctx context.Context, owner, conv string, turn Usage) {
+	key := ConversationKey(owner, conv)
 	a.usageMu.Lock()
-	sum, _ := a.usage.get(conv)
+	sum, _ := a.usage.Get(key)
 	sum = sum.plus(turn)
-	a.usage.put(conv, sum)
+	a.usage.Add(key, sum)
 	a.usageMu.Unlock()
 	if a.onUsage != nil {
-		a.onUsage(ctx, conv, turn, sum)
+		a.onUsage(ctx, owner, conv, turn, sum)
 	}
 }
 
@@ -242,7 +294,7 @@ func (a *Agent) prepare(ctx context.Context, t *Turn) (req Request, owner []int,
 
 // record appends msgs to the turn's history and to the memory.
 func (a *Agent) record(ctx context.Context, t *Turn, msgs ...Message) error {
-	if err := a.memory.Append(ctx, t.Conversation, msgs...); err != nil {
+	if err := a.memory.Append(ctx, ConversationKey(t.Owner, t.Conversation), msgs...); err != nil {
 		return fmt.Errorf("openai: the memory of conversation %q: %w", t.Conversation, err)
 	}
 	t.History = append(t.History, msgs...)

@@ -12,6 +12,7 @@ import (
 	"github.com/seed72275b23/agency-go/actions/openai"
 	"github.com/seed72275b23/agency-go/actions/openai/openaitest"
 	"github.com/seed72275b23/agency-go/actions/plan"
+	"github.com/seed72275b23/agency-go/actions/plan/internal/front"
 	"github.com/seed72275b23/agency-go/actions/store"
 	"github.com/seed72275b23/agency-go/actions/store/pgstore/pgtest"
 	"github.com/seed72275b23/agency-go/actions/store/sqlitestore"
@@ -83,7 +84,6 @@ func BenchmarkPlanSteps(b *testing.B) {
 					b.Fatal(err)
 				}
 			}
-			client := plan.Client{From: gw, Coordinator: "GroupChatManager"}
 			b.ResetTimer()
 			for left, i := b.N, 0; left > 0; i++ {
 				n := min(left, benchSteps)
@@ -94,11 +94,11 @@ func BenchmarkPlanSteps(b *testing.B) {
 				}
 				pl.Add(openaitest.Step{ToolCalls: []openaitest.ToolCall{{Name: "GroupChatManager__submit_plan",
 					Arguments: `{"steps":[` + strings.Join(steps, ",") + `]}`}}}, openaitest.Step{Text: "ok"})
-				r, err := client.InputTask(ctx, plan.InputTask{UserID: "u", SessionID: fmt.Sprint("s", i), Description: "work", Wait: 60})
+				r, err := agency.Call[front.Receipt](ctx, gw, "GroupChatManager", "input_task", front.InputTask{UserID: "u", SessionID: fmt.Sprint("s", i), Description: "work", Wait: 60})
 				if err != nil || !strings.HasPrefix(r.Status, "Plan created") {
 					b.Fatalf("input_task: %v %+v (%v)", err, r, pl.Err())
 				}
-				if _, err := client.Approve(ctx, plan.Feedback{UserID: "u", PlanID: r.PlanID, Approved: true}); err != nil {
+				if _, err := agency.Call[front.Receipt](ctx, gw, "GroupChatManager", "approve_step_or_steps", front.Feedback{UserID: "u", PlanID: r.PlanID, Approved: true}); err != nil {
 					b.Fatal(err)
 				}
 				select {

@@ -23,7 +23,9 @@
 // every change is one transaction with the messages it implies (an
 // outbox), so that a plan survives a restart at any point and waits for a
 // person without a time limit. Sending a step to its agent is at least
-// once; wrapped by Idempotent, its handler runs once per step.
+// once; wrapped by Idempotent, its handler's effect written through the
+// store with Effect is exactly once, and an effect outside the store gets
+// the step's id as its idempotency key (at least once, with a key).
 //
 // docs/plans.md in the repository describes the flow, the statuses, the
 // HTTP API and the guarantees.

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/seed72275b23/agency-go/actions/openai"
 	"github.com/seed72275b23/agency-go/actions/store"
 	"github.com/seed72275b23/agency-go/agency"
 )
@@ -53,51 +54,46 @@ func plannerLeaseID(planID string) string { return planID + "/planner" }
 // the store.
 var errPlanGone = errors.New("plan: no such plan")
 
-// maxRetries bounds how often a change is tried again after a conflict with
-// another writer of the same plan.
-const maxRetries = 16
-
 // update reads plan id, lets f change it, and writes the result with its
-// messages in one transaction, again from a fresh read after a conflict.
-// With create set, a plan that does not exist is created (f fills it in);
-// otherwise it is errPlanGone. An error from f writes nothing.
+// messages in one transaction, again from a fresh read after a conflict
+// (store.ApplyRetrying). With create set, a plan that does not exist is
+// created (f fills it in); otherwise it is errPlanGone. An error from f
+// writes nothing.
 func (c *Coordinator) update(ctx context.Context, id string, create bool, f func(s *state) error) error {
 	if c.halted.Load() {
 		return errHalted
 	}
 	unlock := c.lockPlan(id)
 	defer unlock()
-	for try := 0; ; try++ {
-		s, err := c.load(ctx, id)
-		if err != nil {
-			return err
+	var s *state
+	err := store.ApplyRetrying(ctx, c.st, func(ctx context.Context) (store.Changes, error) {
+		var err error
+		if s, err = c.load(ctx, id); err != nil {
+			return store.Changes{}, err
 		}
 		if !s.exists && !create {
-			return errPlanGone
+			return store.Changes{}, errPlanGone
 		}
 		if err := f(s); err != nil {
-			return err
+			return store.Changes{}, err
 		}
 		if s.err != nil {
-			return s.err
+			return store.Changes{}, s.err
 		}
 		changes, err := s.changes()
 		if err != nil {
-			return err
+			return store.Changes{}, err
 		}
 		if c.halted.Load() {
-			return errHalted
+			return store.Changes{}, errHalted
 		}
-		err = c.st.Apply(ctx, changes)
-		if errors.Is(err, store.ErrConflict) && try < maxRetries {
-			continue
-		}
-		if err != nil {
-			return fmt.Errorf("plan %s: %w", id, err)
-		}
-		c.committed(ctx, s)
-		return nil
+		return changes, nil
+	})
+	if err != nil {
+		return err
 	}
+	c.committed(ctx, s)
+	return nil
 }
 
 // committed reports a change that is in the store and hands its messages
@@ -448,7 +444,7 @@ func (s *state) askPlanner(intro, why string) {
 	id := newID()
 	s.plan.Planning, s.plan.PlannerAsk = true, id
 	s.send(&agency.Message{ID: id, To: s.c.cfg.planner, Action: "say", NoReply: true,
-		Args: SayArgs{Content: text}, Meta: map[string]any{"conversation": s.plan.ID}})
+		Args: openai.SayArgs{Content: text}, Meta: map[string]any{"conversation": s.plan.ID}})
 	// A planner that is slow rather than gone has each request waiting
 	// behind the last: ask again later each time.
 	s.lease(plannerLeaseID(s.plan.ID), "", s.c.cfg.lease<<min(s.plan.Asks, 4))

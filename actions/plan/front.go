@@ -10,14 +10,10 @@ import (
 	"slices"
 	"time"
 
+	"github.com/seed72275b23/agency-go/actions/openai"
+	"github.com/seed72275b23/agency-go/actions/plan/internal/front"
 	"github.com/seed72275b23/agency-go/actions/store"
 	"github.com/seed72275b23/agency-go/agency"
-)
-
-// The words of Receipt.Refused.
-const (
-	RefusedNotFound = "not_found"
-	RefusedConflict = "conflict"
 )
 
 func sender(ctx context.Context) string {
@@ -37,32 +33,32 @@ func sessionKey(user, session string) string {
 }
 
 // refusal is a Receipt.Refused raised inside a change.
-type refusal struct{ r Receipt }
+type refusal struct{ r front.Receipt }
 
 func (e *refusal) Error() string { return e.r.Status }
 
 func notFound(what string) error {
-	return &refusal{Receipt{Status: what + " not found", Refused: RefusedNotFound}}
+	return &refusal{front.Receipt{Status: what + " not found", Refused: front.RefusedNotFound}}
 }
 
 func conflict(format string, args ...any) error {
-	return &refusal{Receipt{Status: fmt.Sprintf(format, args...), Refused: RefusedConflict}}
+	return &refusal{front.Receipt{Status: fmt.Sprintf(format, args...), Refused: front.RefusedConflict}}
 }
 
 // receipt turns an error of a change into the receipt or the error the
 // caller gets.
-func receipt(err error) (Receipt, error) {
+func receipt(err error) (front.Receipt, error) {
 	var r *refusal
 	if errors.As(err, &r) {
 		return r.r, nil
 	}
 	if errors.Is(err, errPlanGone) {
-		return Receipt{Status: "Plan not found", Refused: RefusedNotFound}, nil
+		return front.Receipt{Status: "Plan not found", Refused: front.RefusedNotFound}, nil
 	}
-	return Receipt{}, err
+	return front.Receipt{}, err
 }
 
-func (c *Coordinator) inputTask(ctx context.Context, args InputTask) (Receipt, error) {
+func (c *Coordinator) inputTask(ctx context.Context, args front.InputTask) (front.Receipt, error) {
 	session := args.SessionID
 	if session == "" {
 		session = newID()
@@ -91,7 +87,7 @@ func (c *Coordinator) inputTask(ctx context.Context, args InputTask) (Receipt, e
 		return receipt(err)
 	}
 	c.waitFor(ctx, id, seconds(args.Wait), func(v View) bool { return !v.Plan.Planning })
-	r := Receipt{Status: "Plan requested", SessionID: session, PlanID: id, Description: args.Description}
+	r := front.Receipt{Status: "Plan requested", SessionID: session, PlanID: id, Description: args.Description}
 	if args.Wait > 0 {
 		if v, err := c.view(ctx, id); err == nil {
 			switch {
@@ -133,9 +129,9 @@ func (c *Coordinator) find(ctx context.Context, user, planID, session string) (s
 	return "", notFound("Plan")
 }
 
-func (c *Coordinator) humanFeedback(ctx context.Context, args Feedback) (Receipt, error) {
+func (c *Coordinator) humanFeedback(ctx context.Context, args front.Feedback) (front.Receipt, error) {
 	if args.StepID == "" {
-		return Receipt{}, agency.InvalidArgs("step_id: required for human_feedback (approve_step_or_steps takes every step)")
+		return front.Receipt{}, agency.InvalidArgs("step_id: required for human_feedback (approve_step_or_steps takes every step)")
 	}
 	r, err := c.feedback(ctx, args)
 	if err == nil && r.Refused == "" {
@@ -144,7 +140,7 @@ func (c *Coordinator) humanFeedback(ctx context.Context, args Feedback) (Receipt
 	return r, err
 }
 
-func (c *Coordinator) approve(ctx context.Context, args Feedback) (Receipt, error) {
+func (c *Coordinator) approve(ctx context.Context, args front.Feedback) (front.Receipt, error) {
 	r, err := c.feedback(ctx, args)
 	if err == nil && r.Refused == "" {
 		switch {
@@ -160,9 +156,9 @@ func (c *Coordinator) approve(ctx context.Context, args Feedback) (Receipt, erro
 }
 
 // feedback approves or rejects one step or every step that has not run.
-func (c *Coordinator) feedback(ctx context.Context, args Feedback) (Receipt, error) {
+func (c *Coordinator) feedback(ctx context.Context, args front.Feedback) (front.Receipt, error) {
 	if args.StepID == "" && args.UpdatedAction != "" {
-		return Receipt{}, agency.InvalidArgs("updated_action: needs a step_id: it replaces what one step does")
+		return front.Receipt{}, agency.InvalidArgs("updated_action: needs a step_id: it replaces what one step does")
 	}
 	id, err := c.find(ctx, args.UserID, args.PlanID, args.SessionID)
 	if err != nil {
@@ -249,7 +245,7 @@ func (c *Coordinator) feedback(ctx context.Context, args Feedback) (Receipt, err
 			return true
 		})
 	}
-	return Receipt{SessionID: session, PlanID: id, StepID: args.StepID}, nil
+	return front.Receipt{SessionID: session, PlanID: id, StepID: args.StepID}, nil
 }
 
 func orDefault(s, def string) string {
@@ -266,7 +262,7 @@ func update(st *Step, action string) error {
 		return nil
 	}
 	if st.Action == "say" {
-		a, _ := json.Marshal(SayArgs{Content: action})
+		a, _ := json.Marshal(openai.SayArgs{Content: action})
 		st.Args, st.Text, st.UpdatedAction = a, action, action
 		return nil
 	}
@@ -303,7 +299,7 @@ func rejection(st *Step, feedback string) string {
 	return fmt.Sprintf("The person rejected step %d (%s) with this feedback: %q", st.Seq, st.Describe(), feedback)
 }
 
-func (c *Coordinator) clarify(ctx context.Context, args Clarification) (Receipt, error) {
+func (c *Coordinator) clarify(ctx context.Context, args front.Clarification) (front.Receipt, error) {
 	id, err := c.find(ctx, args.UserID, args.PlanID, args.SessionID)
 	if err != nil {
 		return receipt(err)
@@ -326,7 +322,7 @@ func (c *Coordinator) clarify(ctx context.Context, args Clarification) (Receipt,
 		return receipt(err)
 	}
 	c.waitFor(ctx, id, seconds(args.Wait), func(v View) bool { return !v.Plan.Planning })
-	return Receipt{Status: "Clarification received", SessionID: session, PlanID: id}, nil
+	return front.Receipt{Status: "Clarification received", SessionID: session, PlanID: id}, nil
 }
 
 // view reads a plan and its steps.
@@ -345,7 +341,7 @@ func (c *Coordinator) view(ctx context.Context, id string) (View, error) {
 	return v, nil
 }
 
-func (c *Coordinator) plans(ctx context.Context, q PlanQuery) ([]View, error) {
+func (c *Coordinator) plans(ctx context.Context, q front.PlanQuery) ([]View, error) {
 	if c.halted.Load() {
 		return nil, errHalted
 	}
@@ -383,11 +379,18 @@ func (c *Coordinator) plans(ctx context.Context, q PlanQuery) ([]View, error) {
 	return out, nil
 }
 
-func (c *Coordinator) agentMessages(ctx context.Context, q MessageQuery) (MessageList, error) {
+// messageList is agent_messages' answer: a session's log, oldest first;
+// Found is false when the person has no plan in that session.
+type messageList struct {
+	Found    bool      `json:"found"`
+	Messages []Message `json:"messages"`
+}
+
+func (c *Coordinator) agentMessages(ctx context.Context, q front.MessageQuery) (messageList, error) {
 	if c.halted.Load() {
-		return MessageList{}, errHalted
+		return messageList{}, errHalted
 	}
-	out := MessageList{Messages: []Message{}}
+	out := messageList{Messages: []Message{}}
 	if _, err := c.st.Get(ctx, kindSession, sessionKey(q.UserID, q.SessionID)); errors.Is(err, store.ErrNotFound) {
 		return out, nil
 	} else if err != nil {
@@ -424,7 +427,7 @@ func listAs[T any](ctx context.Context, st store.Store, kind, user string) ([]T,
 	return out, docs, nil
 }
 
-func (c *Coordinator) documents(ctx context.Context, q UserQuery) (Documents, error) {
+func (c *Coordinator) documents(ctx context.Context, q front.UserQuery) (Documents, error) {
 	var d Documents
 	var err error
 	if d.Sessions, _, err = listAs[Session](ctx, c.st, kindSession, q.UserID); err != nil {
@@ -444,48 +447,43 @@ func (c *Coordinator) documents(ctx context.Context, q UserQuery) (Documents, er
 
 // deleteDocuments deletes every document of the user in one transaction,
 // read again after a conflict with a change under way.
-func (c *Coordinator) deleteDocuments(ctx context.Context, q UserQuery) (Deleted, error) {
+func (c *Coordinator) deleteDocuments(ctx context.Context, q front.UserQuery) (front.Deleted, error) {
 	if c.halted.Load() {
-		return Deleted{}, errHalted
+		return front.Deleted{}, errHalted
 	}
-	for try := 0; ; try++ {
-		var gone []store.Doc
+	var gone []store.Doc
+	err := store.ApplyRetrying(ctx, c.st, func(ctx context.Context) (store.Changes, error) {
+		gone = gone[:0]
 		for _, kind := range []string{kindSession, kindPlan, kindStep, kindMessage, kindLease} {
 			docs, err := c.st.List(ctx, store.Query{Kind: kind, User: q.UserID})
 			if err != nil {
-				return Deleted{}, err
+				return store.Changes{}, err
 			}
 			gone = append(gone, docs...)
 		}
-		if len(gone) == 0 {
-			return Deleted{}, nil
-		}
-		err := c.st.Apply(ctx, store.Changes{Delete: gone})
-		if errors.Is(err, store.ErrConflict) && try < maxRetries {
-			continue
-		}
-		if err != nil {
-			return Deleted{}, err
-		}
-		plans := map[string]bool{}
-		for _, d := range gone {
-			if d.Kind == kindPlan {
-				plans[d.ID] = true
-			}
-		}
-		for id := range plans {
-			c.changed(id)
-		}
-		e := Event{Kind: PlansDeleted, UserID: q.UserID, Detail: fmt.Sprintf("%d documents", len(gone)), Time: time.Now().UTC()}
-		c.log.Info("plan: "+string(e.Kind), "coordinator", c.id, "user_id", q.UserID, "detail", e.Detail)
-		if c.cfg.observe != nil {
-			c.cfg.observe(ctx, e)
-		}
-		return Deleted{Documents: len(gone)}, nil
+		return store.Changes{Delete: gone}, nil
+	})
+	if err != nil || len(gone) == 0 {
+		return front.Deleted{}, err
 	}
+	plans := map[string]bool{}
+	for _, d := range gone {
+		if d.Kind == kindPlan {
+			plans[d.ID] = true
+		}
+	}
+	for id := range plans {
+		c.changed(id)
+	}
+	e := Event{Kind: PlansDeleted, UserID: q.UserID, Detail: fmt.Sprintf("%d documents", len(gone)), Time: time.Now().UTC()}
+	c.log.Info("plan: "+string(e.Kind), "coordinator", c.id, "user_id", q.UserID, "detail", e.Detail)
+	if c.cfg.observe != nil {
+		c.cfg.observe(ctx, e)
+	}
+	return front.Deleted{Documents: len(gone)}, nil
 }
 
-func (c *Coordinator) agentTools(ctx context.Context, q UserQuery) ([]Tool, error) {
+func (c *Coordinator) agentTools(ctx context.Context, q front.UserQuery) ([]Tool, error) {
 	tools := toolList(c.tools(ctx, false))
 	if tools == nil {
 		tools = []Tool{}

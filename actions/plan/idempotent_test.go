@@ -3,6 +3,7 @@ package plan_test
 import (
 	"context"
 	"errors"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -159,5 +160,83 @@ func TestForgetIdempotent(t *testing.T) {
 	work("running", 99)
 	if got := runs.Load(); got != 5 {
 		t.Errorf("%d runs after repeating a forgotten key and a kept one, want 5", got)
+	}
+}
+
+// Effect writes its changes in the transaction that records the run as
+// done: a repeat of the key is answered from the record without a second
+// effect; a run that fails writes none; a run whose effect meets a
+// conflict (a document changed since the handler read it) writes nothing
+// and is made again, so the effect is there once; and outside a wrapped
+// handler Effect refuses.
+func TestEffect(t *testing.T) {
+	ctx := t.Context()
+	st := store.NewMemory()
+	if err := plan.Effect(ctx, store.Changes{}); err == nil {
+		t.Error("Effect outside Idempotent: no error")
+	}
+	var runs atomic.Int32
+	meddle := make(chan bool, 1)
+	w := agency.MustNewAgent("Worker")
+	agency.Handle(w, "count", plan.Idempotent(st, func(ctx context.Context, it Item) (int, error) {
+		runs.Add(1)
+		d, err := st.Get(ctx, "counter", "c")
+		if err != nil {
+			return 0, err
+		}
+		n, _ := strconv.Atoi(string(d.Body))
+		select {
+		case <-meddle: // another writer moves the counter after the read
+			if err := st.Apply(ctx, store.Changes{Put: []store.Doc{{Kind: "counter", ID: "c", Version: d.Version, Body: []byte(strconv.Itoa(n + 100))}}}); err != nil {
+				return 0, err
+			}
+		default:
+		}
+		d.Body = []byte(strconv.Itoa(n + 1))
+		if err := plan.Effect(ctx, store.Changes{Put: []store.Doc{d}}); err != nil {
+			return 0, err
+		}
+		if it.N < 0 {
+			return 0, errors.New("refused")
+		}
+		return n + 1, nil
+	}))
+	caller := agency.MustNewAgent("Caller")
+	sp := space.NewLocal()
+	defer sp.Close(context.Background())
+	for _, a := range []*agency.Agent{w, caller} {
+		if err := sp.Add(ctx, a); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := st.Apply(ctx, store.Changes{Put: []store.Doc{{Kind: "counter", ID: "c", Body: []byte("0")}}}); err != nil {
+		t.Fatal(err)
+	}
+	count := func(key string, n int) (int, error) {
+		r, err := caller.RequestMessage(ctx, &agency.Message{To: "Worker", Action: "count", Args: Item{N: n}, Meta: map[string]any{plan.IdempotencyKey: key}})
+		if err != nil {
+			return 0, err
+		}
+		return agency.Value[int](r)
+	}
+	counter := func() string {
+		d, err := st.Get(ctx, "counter", "c")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(d.Body)
+	}
+	if v, err := count("k1", 1); v != 1 || err != nil || counter() != "1" {
+		t.Fatalf("first run: %d %v, counter %s", v, err, counter())
+	}
+	if v, err := count("k1", 1); v != 1 || err != nil || counter() != "1" || runs.Load() != 1 {
+		t.Fatalf("repeat: %d %v, counter %s, %d runs", v, err, counter(), runs.Load())
+	}
+	if _, err := count("k2", -1); err == nil || counter() != "1" {
+		t.Fatalf("a failed run: %v, counter %s; want an error and no effect", err, counter())
+	}
+	meddle <- true
+	if v, err := count("k3", 1); v != 102 || err != nil || counter() != "102" || runs.Load() != 4 {
+		t.Fatalf("a run whose effect conflicted: %d %v, counter %s, %d runs; want 102 after a second run", v, err, counter(), runs.Load())
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/seed72275b23/agency-go/actions/openai"
 	"github.com/seed72275b23/agency-go/agency"
 )
 
@@ -247,7 +248,7 @@ func (c *Coordinator) checkSteps(ctx context.Context, specs []StepSpec) ([]StepS
 				problems = append(problems, fmt.Sprintf("steps[%d]: a say step needs its text", i))
 				continue
 			}
-			a, _ := json.Marshal(SayArgs{Content: sp.Text})
+			a, _ := json.Marshal(openai.SayArgs{Content: sp.Text})
 			sp.Args = a
 		}
 		out[i] = sp
@@ -331,7 +332,7 @@ func actionNames(actions map[string]agency.ActionHelp) string {
 // while the plan still waits for its steps means the planner did not
 // submit any: the planner is asked once more, and then the plan fails, with
 // the planner's words as the reason.
-func (c *Coordinator) say(ctx context.Context, args SayArgs) (struct{}, error) {
+func (c *Coordinator) say(ctx context.Context, args openai.SayArgs) (struct{}, error) {
 	id := conversation(ctx)
 	m := agency.MessageFrom(ctx)
 	replyTo, _ := m.Meta["in_reply_to"].(string)

@@ -10,8 +10,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/seed72275b23/agency-go/actions/openai"
 	"github.com/seed72275b23/agency-go/actions/openai/openaitest"
 	"github.com/seed72275b23/agency-go/actions/plan"
+	"github.com/seed72275b23/agency-go/actions/plan/internal/front"
 	"github.com/seed72275b23/agency-go/actions/plan/planhttp"
 	"github.com/seed72275b23/agency-go/agency"
 )
@@ -356,7 +358,7 @@ func TestScenarioDAuthorization(t *testing.T) {
 	if err := w.sp.Add(ctx, intruder); err != nil {
 		t.Fatal(err)
 	}
-	_, err := intruder.Request(ctx, coordID, "human_feedback", plan.Feedback{UserID: "u1", PlanID: p.ID, StepID: p.Steps[0].ID, Approved: true})
+	_, err := intruder.Request(ctx, coordID, "human_feedback", front.Feedback{UserID: "u1", PlanID: p.ID, StepID: p.Steps[0].ID, Approved: true})
 	if !isDenied(err) {
 		t.Errorf("human_feedback from another agent: %v", err)
 	}
@@ -415,7 +417,7 @@ func TestPlannerAskedAgain(t *testing.T) {
 	// A planner that drops the first request and plans on the second.
 	asked := make(chan string, 4)
 	fake := agency.MustNewAgent(plannerID, agency.Concurrency(4))
-	agency.Handle(fake, "say", func(ctx context.Context, args plan.SayArgs) (string, error) {
+	agency.Handle(fake, "say", func(ctx context.Context, args openai.SayArgs) (string, error) {
 		m := agency.MessageFrom(ctx)
 		asked <- m.ID
 		if len(asked) == 1 {

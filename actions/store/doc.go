@@ -43,9 +43,10 @@
 // # Implementing a Store
 //
 // An implementation calls [Changes.Validate] first in Apply,
-// [Query.Validate] in List, [ValidateClaim] in Claim and [ValidateRelease]
-// in Release, so that bad input is refused alike by every store, and
-// returns [Conflict] for a stale version, so that conflicts read alike. It
+// [ValidateKey] in Get, [Query.Validate] in List, [ValidateClaim] in
+// Claim and [ValidateRelease] in Release, so that bad input is refused
+// alike by every store, and returns [Conflict] for a stale version, so
+// that conflicts read alike. It
 // keeps the last version of each deleted document (a tombstone), so that
 // one created again goes on from there, and stores each outbox entry's
 // [Outgoing.Recipient], which Claim's order per recipient needs. Then it

@@ -68,6 +68,9 @@ func copyDoc(d Doc) Doc {
 }
 
 func (m *memory) Get(ctx context.Context, kind, id string) (Doc, error) {
+	if err := ValidateKey(kind, id); err != nil {
+		return Doc{}, err
+	}
 	if err := m.enter(ctx); err != nil {
 		return Doc{}, err
 	}

@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/seed72275b23/agency-go/agency"
 )
@@ -20,9 +22,11 @@ var (
 	// it. Nothing of the Changes was written; read again and retry.
 	ErrConflict = errors.New("store: version conflict")
 	// ErrInvalid is returned for a call the store cannot carry out whatever
-	// its contents: an empty kind or id, a negative version, a body that is
-	// not JSON, a document twice in one Changes, an outgoing message that
-	// does not decode, a limit or lease out of range.
+	// its contents: an empty kind or id, a kind, id or index field that is
+	// not valid UTF-8 or holds a NUL byte (in Get and List too), a negative
+	// version, a body that is not JSON or not valid UTF-8, a document twice
+	// in one Changes, an outgoing message that does not decode, a limit or
+	// lease out of range.
 	ErrInvalid = errors.New("store: invalid request")
 	// ErrClosed is returned by every method of a store after Close.
 	ErrClosed = errors.New("store: closed")
@@ -198,6 +202,9 @@ func (c Changes) Validate() error {
 		if d.Kind == "" || d.ID == "" {
 			return fmt.Errorf("%w: %s[%d]: kind and id are required", ErrInvalid, what, i)
 		}
+		if err := checkText(fmt.Sprintf("%s[%d]", what, i), "kind", d.Kind, "id", d.ID); err != nil {
+			return err
+		}
 		if d.Version < 0 {
 			return fmt.Errorf("%w: %s[%d] %s/%s: negative version %d", ErrInvalid, what, i, d.Kind, d.ID, d.Version)
 		}
@@ -212,8 +219,14 @@ func (c Changes) Validate() error {
 		if err := check("Put", i, d); err != nil {
 			return err
 		}
+		if err := checkText(fmt.Sprintf("Put[%d] %s/%s", i, d.Kind, d.ID), "parent", d.Parent, "session", d.Session, "user", d.User); err != nil {
+			return err
+		}
 		if len(d.Body) == 0 || !json.Valid(d.Body) {
 			return fmt.Errorf("%w: Put[%d] %s/%s: the body is not JSON", ErrInvalid, i, d.Kind, d.ID)
+		}
+		if !utf8.Valid(d.Body) {
+			return fmt.Errorf("%w: Put[%d] %s/%s: the body is not valid UTF-8", ErrInvalid, i, d.Kind, d.ID)
 		}
 	}
 	for i, d := range c.Delete {
@@ -238,6 +251,9 @@ func (c Changes) Validate() error {
 		if m.ID == "" {
 			return fmt.Errorf("%w: Send[%d]: the message has no __meta__.id (NewOutgoing gives it one)", ErrInvalid, i)
 		}
+		if !utf8.Valid(o.Message) {
+			return fmt.Errorf("%w: Send[%d]: the message is not valid UTF-8", ErrInvalid, i)
+		}
 	}
 	return nil
 }
@@ -250,6 +266,29 @@ func (q Query) Validate() error {
 	}
 	if q.Limit < 0 {
 		return fmt.Errorf("%w: negative limit %d", ErrInvalid, q.Limit)
+	}
+	return checkText("query", "kind", q.Kind, "parent", q.Parent, "session", q.Session, "user", q.User)
+}
+
+// ValidateKey reports, as an error wrapping ErrInvalid, what makes a Get
+// of kind/id impossible: text no store keeps (see ErrInvalid).
+// Implementations call it first in Get.
+func ValidateKey(kind, id string) error {
+	return checkText("Get", "kind", kind, "id", id)
+}
+
+// checkText refuses, for every name and value pair in kv, a value that is
+// not valid UTF-8 or holds a NUL byte: text that PostgreSQL cannot keep,
+// refused by every store so that all of them answer alike.
+func checkText(where string, kv ...string) error {
+	for i := 0; i+1 < len(kv); i += 2 {
+		v := kv[i+1]
+		switch {
+		case !utf8.ValidString(v):
+			return fmt.Errorf("%w: %s: the %s %q is not valid UTF-8", ErrInvalid, where, kv[i], v)
+		case strings.IndexByte(v, 0) >= 0:
+			return fmt.Errorf("%w: %s: the %s %q holds a NUL byte", ErrInvalid, where, kv[i], v)
+		}
 	}
 	return nil
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"sync"
@@ -50,13 +51,38 @@ func (p *printer) printf(format string, args ...any) {
 	fmt.Fprintf(p.w, format+"\n", args...)
 }
 
+// kindRecord is the kind of the documents in which the specialists keep
+// what they did: one per action run, the effect that must happen once.
+const kindRecord = "onboarding_record"
+
+// record is what a specialist did: the body of a kindRecord document.
+type record struct {
+	Agent  string `json:"agent"`
+	Action string `json:"action"`
+	Text   string `json:"text"`
+	Step   string `json:"step"`
+}
+
 // action registers one action of a specialist: idempotent per step (the
 // coordinator sends a step again after a restart with the same key), open
-// to the coordinator only, so that the planner cannot call it itself.
+// to the coordinator only, so that the planner cannot call it itself. What
+// it does is a record in the store (as an HR system's row would be),
+// written by plan.Effect in the transaction that records the step's run
+// as done: once, whenever the process dies. The line it prints is a log:
+// printed again when the process died before that transaction, as the
+// run is then made again.
 func action[A any](a *agency.Agent, st store.Store, coordinator, name, desc string, out *printer, do func(A) string) {
 	agency.Handle(a, name, plan.Idempotent(st, func(ctx context.Context, args A) (string, error) {
 		text := do(args)
 		key, _ := agency.MessageFrom(ctx).Meta[plan.IdempotencyKey].(string)
+		body, err := json.Marshal(record{Agent: a.ID(), Action: name, Text: text, Step: key})
+		if err != nil {
+			return "", err
+		}
+		doc := store.Doc{Kind: kindRecord, ID: agency.NewID(), Parent: key, Body: body}
+		if err := plan.Effect(ctx, store.Changes{Put: []store.Doc{doc}}); err != nil {
+			return "", err
+		}
 		out.printf("%s.%s: %s (step %s)", a.ID(), name, text, key)
 		return text, nil
 	}), agency.Describe(desc),

@@ -77,6 +77,11 @@ func main() {
 	}
 }
 
+// wrapStore, when set, wraps the store every agent of the program uses:
+// the test that kills the program at each instant of a step watches its
+// transactions through it.
+var wrapStore func(store.Store) store.Store
+
 // Space is what the program needs of a space.
 type Space interface {
 	Add(ctx context.Context, a *agency.Agent) error
@@ -135,6 +140,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer st.Close()
+	if wrapStore != nil {
+		st = wrapStore(st)
+	}
 
 	var sp Space
 	if *amqpURL != "" {

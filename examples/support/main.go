@@ -142,14 +142,15 @@ func run(ctx context.Context, args []string, env func(string) string, stdin io.R
 
 	term := human.NewTerminal(stdin, stdout)
 	defer term.Close()
+	show := handoff.ObserverFunc(func(_ context.Context, e handoff.Event) {
+		if e.Kind == handoff.EventHandoff {
+			term.Printf("[%s → %s]\n", e.From, e.To)
+		}
+	})
 	team := &handoff.Team{
-		UserID: userID, Store: st, AfterWork: handoff.RevertToUser(), MaxHops: 6, Logger: log,
-		Members: []string{triageID, salesID, refundsID, humanID},
-		Observer: handoff.ObserverFunc(func(_ context.Context, e handoff.Event) {
-			if e.Kind == handoff.EventHandoff {
-				term.Printf("[%s → %s]\n", e.From, e.To)
-			}
-		}),
+		UserID: userID, Members: []string{triageID, salesID, refundsID, humanID},
+		Options: []handoff.Option{handoff.WithStore(st), handoff.DefaultAfterWork(handoff.RevertToUser()), handoff.MaxHops(6),
+			handoff.Logger(log), handoff.Observe(show)},
 	}
 	agents, err := newTeam(team, term, runs, log)
 	if err != nil {

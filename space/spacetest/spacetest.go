@@ -29,7 +29,8 @@
 // ms for a space to get something wrong in, which a passing space waits
 // out. The Hardening tests send arguments of about 1.2 MB (a space's size
 // limit must allow them) and make 80 requests whose deadlines, 10 to 30 ms,
-// pass while their handlers wait for them.
+// pass while their handlers wait for them. The Limits tests run on a
+// space with a message size limit that SizeLimited gives.
 package spacetest
 
 import (
@@ -63,9 +64,14 @@ type test struct {
 // Run runs the conformance suite. Each subtest gets a fresh space from
 // newSpace and closes it when the subtest ends (newSpace need not arrange
 // that itself). newSpace may fail the test with t.Fatal or skip it with
-// t.Skip.
-func Run(t *testing.T, newSpace func(t *testing.T) space.Space) {
+// t.Skip. The options give the suite what some tests need beyond that
+// (see SizeLimited).
+func Run(t *testing.T, newSpace func(t *testing.T) space.Space, opts ...Option) {
 	t.Helper()
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
 	groups := []struct {
 		name  string
 		tests []test
@@ -86,6 +92,18 @@ func Run(t *testing.T, newSpace func(t *testing.T) space.Space) {
 			}
 		})
 	}
+	t.Run("Limits", func(t *testing.T) {
+		if o.limitedSpace == nil {
+			t.Skip("spacetest: no space with a size limit given (spacetest.SizeLimited): the Limits tests did not run")
+		}
+		for _, tt := range limitsTests {
+			t.Run(tt.name, func(t *testing.T) {
+				e := newEnv(t, o.limitedSpace)
+				e.limit = o.limit
+				tt.run(e)
+			})
+		}
+	})
 }
 
 // env is one subtest's space and the helpers its tests share.
@@ -96,6 +114,8 @@ type env struct {
 	// handler that blocks also waits on it, so that no test can leave the
 	// space waiting for an action that will never finish.
 	stop chan struct{}
+	// limit is the space's message size limit, in the Limits tests.
+	limit int
 }
 
 func newEnv(t *testing.T, newSpace func(t *testing.T) space.Space) *env {

@@ -1,72 +1,93 @@
 package planhttp
 
 import (
+	"context"
 	"net/http"
 	"strconv"
+	"time"
 
 	"github.com/seed72275b23/agency-go/actions/plan"
+	"github.com/seed72275b23/agency-go/actions/plan/internal/front"
 )
 
 const maxText = 65536
 
 var (
 	inputTaskFields = []field{
-		{name: "session_id", kind: str, max: 255},
+		{name: "session_id", kind: str, max: 255, id: true},
 		{name: "description", kind: str, required: true, nonEmpty: true, max: maxText},
 	}
 	feedbackFields = []field{
-		{name: "step_id", kind: str, max: 255},
-		{name: "plan_id", kind: str, required: true, max: 255},
-		{name: "session_id", kind: str, required: true, max: 255},
+		{name: "step_id", kind: str, max: 255, id: true},
+		{name: "plan_id", kind: str, required: true, max: 255, id: true},
+		{name: "session_id", kind: str, required: true, max: 255, id: true},
 		{name: "approved", kind: boolean, required: true},
 		{name: "human_feedback", kind: str, max: maxText},
 		{name: "updated_action", kind: str, max: maxText},
 	}
+	humanFeedbackFields = append([]field{{name: "step_id", kind: str, required: true, max: 255, id: true}}, feedbackFields[1:]...)
 	clarificationFields = []field{
-		{name: "plan_id", kind: str, required: true, max: 255},
-		{name: "session_id", kind: str, required: true, max: 255},
+		{name: "plan_id", kind: str, required: true, max: 255, id: true},
+		{name: "session_id", kind: str, required: true, max: 255, id: true},
 		{name: "human_clarification", kind: str, required: true, nonEmpty: true, max: maxText},
 	}
 )
+
+// answer serves one request by one call to the coordinator: it bounds the
+// call (the request's context, for the timeout plus wait), makes it with
+// do, turns its error into an answer, and writes what view makes of its
+// value (view may answer with an error of its own instead).
+func answer[R any](h *handler, w http.ResponseWriter, r *http.Request, wait time.Duration,
+	do func(ctx context.Context) (R, error), view func(R) (any, *httpError)) *httpError {
+	ctx, cancel := context.WithTimeout(r.Context(), h.cfg.timeout+wait)
+	defer cancel()
+	v, err := do(ctx)
+	if err != nil {
+		return h.fail(r, err)
+	}
+	out, e := view(v)
+	if e != nil {
+		return e
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
 
 func (h *handler) inputTask(w http.ResponseWriter, r *http.Request, user string) *httpError {
 	b, e := decodeBody(w, r, h.cfg.maxBody, inputTaskFields)
 	if e != nil {
 		return e
 	}
-	ctx, cancel := h.ctx(r, h.cfg.wait)
-	defer cancel()
-	rc, err := h.client.InputTask(ctx, plan.InputTask{UserID: user, SessionID: b.strs["session_id"],
-		Description: b.strs["description"], Wait: h.cfg.wait.Seconds()})
-	if err != nil {
-		return h.fail(err)
-	}
-	writeJSON(w, http.StatusOK, map[string]any{"status": rc.Status, "session_id": rc.SessionID, "plan_id": rc.PlanID,
-		"description": rc.Description, "user_id": user})
-	return nil
+	args := front.InputTask{UserID: user, SessionID: b.strs["session_id"], Description: b.strs["description"], Wait: h.cfg.wait.Seconds()}
+	return answer(h, w, r, h.cfg.wait,
+		func(ctx context.Context) (front.Receipt, error) {
+			return call[front.Receipt](ctx, h.client, "input_task", args)
+		},
+		func(rc front.Receipt) (any, *httpError) {
+			return map[string]any{"status": rc.Status, "session_id": rc.SessionID, "plan_id": rc.PlanID,
+				"description": rc.Description, "user_id": user}, nil
+		})
 }
 
-func feedbackOf(b *body, user string) plan.Feedback {
-	return plan.Feedback{UserID: user, StepID: b.strs["step_id"], PlanID: b.strs["plan_id"], SessionID: b.strs["session_id"],
-		Approved: b.bools["approved"], HumanFeedback: b.strs["human_feedback"], UpdatedAction: b.strs["updated_action"]}
+func feedbackOf(b *body, user string, wait time.Duration) front.Feedback {
+	return front.Feedback{UserID: user, StepID: b.strs["step_id"], PlanID: b.strs["plan_id"], SessionID: b.strs["session_id"],
+		Approved: b.bools["approved"], HumanFeedback: b.strs["human_feedback"], UpdatedAction: b.strs["updated_action"],
+		Wait: wait.Seconds()}
 }
 
 func (h *handler) humanFeedback(w http.ResponseWriter, r *http.Request, user string) *httpError {
-	fields := append([]field{{name: "step_id", kind: str, required: true, max: 255}}, feedbackFields[1:]...)
-	b, e := decodeBody(w, r, h.cfg.maxBody, fields)
+	b, e := decodeBody(w, r, h.cfg.maxBody, humanFeedbackFields)
 	if e != nil {
 		return e
 	}
-	f := feedbackOf(b, user)
-	f.Wait = h.cfg.wait.Seconds()
-	ctx, cancel := h.ctx(r, h.cfg.wait)
-	defer cancel()
-	rc, err := h.client.HumanFeedback(ctx, f)
-	if err != nil {
-		return h.fail(err)
-	}
-	writeJSON(w, http.StatusOK, map[string]any{"status": rc.Status, "session_id": rc.SessionID, "step_id": rc.StepID})
-	return nil
+	args := feedbackOf(b, user, h.cfg.wait)
+	return answer(h, w, r, h.cfg.wait,
+		func(ctx context.Context) (front.Receipt, error) {
+			return call[front.Receipt](ctx, h.client, "human_feedback", args)
+		},
+		func(rc front.Receipt) (any, *httpError) {
+			return map[string]any{"status": rc.Status, "session_id": rc.SessionID, "step_id": rc.StepID}, nil
+		})
 }
 
 func (h *handler) approve(w http.ResponseWriter, r *http.Request, user string) *httpError {
@@ -74,16 +95,12 @@ func (h *handler) approve(w http.ResponseWriter, r *http.Request, user string) *
 	if e != nil {
 		return e
 	}
-	f := feedbackOf(b, user)
-	f.Wait = h.cfg.wait.Seconds()
-	ctx, cancel := h.ctx(r, h.cfg.wait)
-	defer cancel()
-	rc, err := h.client.Approve(ctx, f)
-	if err != nil {
-		return h.fail(err)
-	}
-	writeJSON(w, http.StatusOK, map[string]any{"status": rc.Status})
-	return nil
+	args := feedbackOf(b, user, h.cfg.wait)
+	return answer(h, w, r, h.cfg.wait,
+		func(ctx context.Context) (front.Receipt, error) {
+			return call[front.Receipt](ctx, h.client, "approve_step_or_steps", args)
+		},
+		func(rc front.Receipt) (any, *httpError) { return map[string]any{"status": rc.Status}, nil })
 }
 
 func (h *handler) clarify(w http.ResponseWriter, r *http.Request, user string) *httpError {
@@ -91,19 +108,22 @@ func (h *handler) clarify(w http.ResponseWriter, r *http.Request, user string) *
 	if e != nil {
 		return e
 	}
-	ctx, cancel := h.ctx(r, h.cfg.wait)
-	defer cancel()
-	rc, err := h.client.Clarify(ctx, plan.Clarification{UserID: user, PlanID: b.strs["plan_id"], SessionID: b.strs["session_id"],
-		HumanClarification: b.strs["human_clarification"], Wait: h.cfg.wait.Seconds()})
-	if err != nil {
-		return h.fail(err)
-	}
-	writeJSON(w, http.StatusOK, map[string]any{"status": rc.Status, "session_id": rc.SessionID})
-	return nil
+	args := front.Clarification{UserID: user, PlanID: b.strs["plan_id"], SessionID: b.strs["session_id"],
+		HumanClarification: b.strs["human_clarification"], Wait: h.cfg.wait.Seconds()}
+	return answer(h, w, r, h.cfg.wait,
+		func(ctx context.Context) (front.Receipt, error) {
+			return call[front.Receipt](ctx, h.client, "human_clarification_on_plan", args)
+		},
+		func(rc front.Receipt) (any, *httpError) {
+			return map[string]any{"status": rc.Status, "session_id": rc.SessionID}, nil
+		})
 }
 
 func (h *handler) plans(w http.ResponseWriter, r *http.Request, user string) *httpError {
-	q := plan.PlanQuery{UserID: user, SessionID: r.URL.Query().Get("session_id")}
+	q := front.PlanQuery{UserID: user, SessionID: r.URL.Query().Get("session_id")}
+	if e := badID("query", "session_id", q.SessionID); e != nil {
+		return e
+	}
 	if s := r.URL.Query().Get("limit"); s != "" {
 		n, err := strconv.Atoi(s)
 		if err != nil || n < 1 || n > 1000 {
@@ -111,111 +131,79 @@ func (h *handler) plans(w http.ResponseWriter, r *http.Request, user string) *ht
 		}
 		q.Limit = n
 	}
-	ctx, cancel := h.ctx(r, 0)
-	defer cancel()
-	views, err := h.client.Plans(ctx, q)
-	if err != nil {
-		return h.fail(err)
-	}
-	if q.SessionID != "" && len(views) == 0 {
-		return errorf(http.StatusNotFound, "Plan not found")
-	}
-	out := make([]planWithStepsJSON, len(views))
-	for i := range views {
-		out[i] = viewPlanWithSteps(&views[i])
-	}
-	writeJSON(w, http.StatusOK, out)
-	return nil
+	return answer(h, w, r, 0,
+		func(ctx context.Context) ([]plan.View, error) { return call[[]plan.View](ctx, h.client, "plans", q) },
+		func(views []plan.View) (any, *httpError) {
+			if q.SessionID != "" && len(views) == 0 {
+				return nil, errorf(http.StatusNotFound, "Plan not found")
+			}
+			out := make([]planWithStepsJSON, len(views))
+			for i := range views {
+				out[i] = viewPlanWithSteps(&views[i])
+			}
+			return out, nil
+		})
 }
 
 func (h *handler) steps(w http.ResponseWriter, r *http.Request, user string) *httpError {
-	ctx, cancel := h.ctx(r, 0)
-	defer cancel()
-	views, err := h.client.Plans(ctx, plan.PlanQuery{UserID: user, PlanID: r.PathValue("plan_id")})
-	if err != nil {
-		return h.fail(err)
+	q := front.PlanQuery{UserID: user, PlanID: r.PathValue("plan_id")}
+	if e := badID("path", "plan_id", q.PlanID); e != nil {
+		return e
 	}
-	if len(views) == 0 {
-		return errorf(http.StatusNotFound, "Plan not found")
-	}
-	writeJSON(w, http.StatusOK, viewSteps(&views[0]))
-	return nil
+	return answer(h, w, r, 0,
+		func(ctx context.Context) ([]plan.View, error) { return call[[]plan.View](ctx, h.client, "plans", q) },
+		func(views []plan.View) (any, *httpError) {
+			if len(views) == 0 {
+				return nil, errorf(http.StatusNotFound, "Plan not found")
+			}
+			return viewSteps(&views[0]), nil
+		})
 }
 
 func (h *handler) agentMessages(w http.ResponseWriter, r *http.Request, user string) *httpError {
-	ctx, cancel := h.ctx(r, 0)
-	defer cancel()
-	msgs, err := h.client.Messages(ctx, plan.MessageQuery{UserID: user, SessionID: r.PathValue("session_id")})
-	if err != nil {
-		return h.fail(err)
+	q := front.MessageQuery{UserID: user, SessionID: r.PathValue("session_id")}
+	if e := badID("path", "session_id", q.SessionID); e != nil {
+		return e
 	}
-	out := make([]messageJSON, len(msgs))
-	for i := range msgs {
-		out[i] = viewMessage(&msgs[i])
-	}
-	writeJSON(w, http.StatusOK, out)
-	return nil
+	return answer(h, w, r, 0,
+		func(ctx context.Context) ([]plan.Message, error) { return h.client.messages(ctx, q) },
+		func(msgs []plan.Message) (any, *httpError) {
+			out := make([]messageJSON, len(msgs))
+			for i := range msgs {
+				out[i] = viewMessage(&msgs[i])
+			}
+			return out, nil
+		})
 }
 
 func (h *handler) messages(w http.ResponseWriter, r *http.Request, user string) *httpError {
-	ctx, cancel := h.ctx(r, 0)
-	defer cancel()
-	d, err := h.client.Documents(ctx, user)
-	if err != nil {
-		return h.fail(err)
-	}
-	status := map[string]string{}
-	out := []any{}
-	for i := range d.Plans {
-		status[d.Plans[i].ID] = overall(d.Plans[i].Status)
-	}
-	for _, s := range d.Sessions {
-		out = append(out, sessionJSON{ID: s.SessionID, DataType: "session", SessionID: s.SessionID, UserID: s.UserID,
-			CurrentStatus: status[s.PlanID], TS: ts(s.Created)})
-	}
-	for i := range d.Plans {
-		out = append(out, viewPlan(&d.Plans[i]))
-	}
-	plans := map[string]*plan.Plan{}
-	for i := range d.Plans {
-		plans[d.Plans[i].ID] = &d.Plans[i]
-	}
-	for i := range d.Steps {
-		p := plans[d.Steps[i].PlanID]
-		if p == nil {
-			p = &plan.Plan{}
-		}
-		out = append(out, viewStep(p, &d.Steps[i]))
-	}
-	for i := range d.Messages {
-		out = append(out, viewMessage(&d.Messages[i]))
-	}
-	writeJSON(w, http.StatusOK, out)
-	return nil
+	return answer(h, w, r, 0,
+		func(ctx context.Context) (plan.Documents, error) {
+			return call[plan.Documents](ctx, h.client, "documents", front.UserQuery{UserID: user})
+		},
+		func(d plan.Documents) (any, *httpError) { return viewDocuments(&d), nil })
 }
 
 func (h *handler) deleteMessages(w http.ResponseWriter, r *http.Request, user string) *httpError {
-	ctx, cancel := h.ctx(r, 0)
-	defer cancel()
-	n, err := h.client.Delete(ctx, user)
-	if err != nil {
-		return h.fail(err)
-	}
-	writeJSON(w, http.StatusOK, map[string]any{"status": "All messages deleted", "deleted": n.Documents})
-	return nil
+	return answer(h, w, r, 0,
+		func(ctx context.Context) (front.Deleted, error) {
+			return call[front.Deleted](ctx, h.client, "delete_documents", front.UserQuery{UserID: user})
+		},
+		func(n front.Deleted) (any, *httpError) {
+			return map[string]any{"status": "All messages deleted", "deleted": n.Documents}, nil
+		})
 }
 
 func (h *handler) agentTools(w http.ResponseWriter, r *http.Request, user string) *httpError {
-	ctx, cancel := h.ctx(r, 0)
-	defer cancel()
-	tools, err := h.client.Tools(ctx, user)
-	if err != nil {
-		return h.fail(err)
-	}
-	out := make([]toolJSON, len(tools))
-	for i := range tools {
-		out[i] = viewTool(&tools[i])
-	}
-	writeJSON(w, http.StatusOK, out)
-	return nil
+	return answer(h, w, r, 0,
+		func(ctx context.Context) ([]plan.Tool, error) {
+			return call[[]plan.Tool](ctx, h.client, "agent_tools", front.UserQuery{UserID: user})
+		},
+		func(tools []plan.Tool) (any, *httpError) {
+			out := make([]toolJSON, len(tools))
+			for i := range tools {
+				out[i] = viewTool(&tools[i])
+			}
+			return out, nil
+		})
 }

@@ -48,9 +48,13 @@ func newFixture(t *testing.T, hopts []planhttp.Option, script ...openaitest.Step
 
 // newFixtureWith is newFixture with more options for the coordinator.
 func newFixtureWith(t *testing.T, copts []plan.Option, hopts []planhttp.Option, script ...openaitest.Step) *fixture {
+	return newFixtureOn(t, store.NewMemory(), copts, hopts, script...)
+}
+
+// newFixtureOn is newFixtureWith on the store st.
+func newFixtureOn(t *testing.T, st store.Store, copts []plan.Option, hopts []planhttp.Option, script ...openaitest.Step) *fixture {
 	ctx := context.Background()
 	pl := openaitest.NewServer(t, script...)
-	st := store.NewMemory()
 	f := &fixture{t: t, sp: space.NewLocal(), events: make(chan plan.Event, 256), pl: pl}
 	coord, err := plan.NewCoordinator("GroupChatManager", st, append([]plan.Option{plan.Logger(testLogger(t)), plan.Observe(func(_ context.Context, e plan.Event) {
 		select {

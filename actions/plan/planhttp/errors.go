@@ -2,12 +2,15 @@ package planhttp
 
 import (
 	"bytes"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"strconv"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -21,9 +24,10 @@ type fieldError struct {
 // httpError is an answer other than 200: FastAPI's shape, {"detail": …},
 // with a string or, for 422, a list of fieldErrors.
 type httpError struct {
-	status int
-	detail any
-	header http.Header
+	status    int
+	detail    any
+	header    http.Header
+	requestID string // of a 5xx, logged with the error
 }
 
 func (e *httpError) Error() string { return fmt.Sprintf("%d: %v", e.status, e.detail) }
@@ -51,7 +55,53 @@ func writeError(w http.ResponseWriter, e *httpError) {
 	for k, vs := range e.header {
 		w.Header()[k] = vs
 	}
-	writeJSON(w, e.status, map[string]any{"detail": e.detail})
+	body := map[string]any{"detail": e.detail}
+	if e.requestID != "" {
+		body["request_id"] = e.requestID
+	}
+	writeJSON(w, e.status, body)
+}
+
+// internal is a 500 that says nothing of err: err is logged with a new
+// request id, which the answer carries, so that a person can find it.
+func (h *handler) internal(r *http.Request, err any) *httpError {
+	id := newRequestID()
+	h.cfg.logger.Error("planhttp: internal error", "request_id", id, "method", r.Method, "path", r.URL.Path, "error", err)
+	e := errorf(http.StatusInternalServerError, "Internal Server Error (request id %s: the server's log says more)", id)
+	e.requestID = id
+	return e
+}
+
+func newRequestID() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// maxID is the longest id (user, plan, session, step) in bytes.
+const maxID = 255
+
+// checkID says what makes v, the id called name, one that no store keeps
+// or none was given: text that is not valid UTF-8, a NUL byte, more than
+// maxID bytes. It is "" for a good id.
+func checkID(name, v string) string {
+	switch {
+	case !utf8.ValidString(v):
+		return name + ": not valid UTF-8"
+	case strings.IndexByte(v, 0) >= 0:
+		return name + ": holds a NUL byte"
+	case len(v) > maxID:
+		return fmt.Sprintf("%s: longer than %d bytes", name, maxID)
+	}
+	return ""
+}
+
+// badID is the 400 of an id from a path or a query that checkID refuses.
+func badID(where, name, v string) *httpError {
+	if why := checkID(name, v); why != "" {
+		return errorf(http.StatusBadRequest, "%s: %s", where, why)
+	}
+	return nil
 }
 
 // kind is the JSON type a body field takes.
@@ -69,6 +119,7 @@ type field struct {
 	required bool
 	max      int // bytes, for strings
 	nonEmpty bool
+	id       bool // an id: checked by checkID, refused with 400
 }
 
 // body is a decoded request body: the fields described, by name.
@@ -91,6 +142,11 @@ func decodeBody(w http.ResponseWriter, r *http.Request, limit int64, fields []fi
 		}
 		return nil, errorf(http.StatusBadRequest, "body: %v", err)
 	}
+	// Checked on the bytes as they came: decoding would replace what is
+	// not UTF-8 with U+FFFD, and the text stored would not be the text sent.
+	if !utf8.Valid(data) {
+		return nil, errorf(http.StatusBadRequest, "body: not valid UTF-8 (at byte %d)", invalidAt(data))
+	}
 	if len(bytes.TrimSpace(data)) == 0 {
 		return nil, invalid(fieldError{Loc: []string{"body"}, Msg: "field required", Type: "value_error.missing"})
 	}
@@ -104,6 +160,7 @@ func decodeBody(w http.ResponseWriter, r *http.Request, limit int64, fields []fi
 	}
 	b := &body{strs: map[string]string{}, bools: map[string]bool{}}
 	var errs []fieldError
+	var bad []string
 	for _, f := range fields {
 		v, ok := raw[f.name]
 		if !ok || string(v) == "null" {
@@ -127,9 +184,11 @@ func decodeBody(w http.ResponseWriter, r *http.Request, limit int64, fields []fi
 				errs = append(errs, fieldError{Loc: []string{"body", f.name}, Msg: "ensure this value has at least 1 characters", Type: "value_error.any_str.min_length"})
 				continue
 			}
-			if !utf8.ValidString(s) {
-				errs = append(errs, fieldError{Loc: []string{"body", f.name}, Msg: "invalid UTF-8", Type: "type_error.str"})
-				continue
+			if f.id {
+				if why := checkID(f.name, s); why != "" {
+					bad = append(bad, why)
+					continue
+				}
 			}
 			b.strs[f.name] = s
 		case boolean:
@@ -141,8 +200,23 @@ func decodeBody(w http.ResponseWriter, r *http.Request, limit int64, fields []fi
 			b.bools[f.name] = x
 		}
 	}
+	if len(bad) > 0 {
+		return nil, errorf(http.StatusBadRequest, "body: %s", strings.Join(bad, "; "))
+	}
 	if len(errs) > 0 {
 		return nil, invalid(errs...)
 	}
 	return b, nil
+}
+
+// invalidAt is the offset of the first byte of data that is not UTF-8.
+func invalidAt(data []byte) int {
+	for i := 0; i < len(data); {
+		r, n := utf8.DecodeRune(data[i:])
+		if r == utf8.RuneError && n <= 1 {
+			return i
+		}
+		i += n
+	}
+	return len(data)
 }

@@ -44,7 +44,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/seed72275b23/agency-go/actions/plan"
 	"github.com/seed72275b23/agency-go/agency"
 )
 
@@ -170,7 +169,7 @@ func Logger(l *slog.Logger) Option {
 // handler serves the API through its gateway agent.
 type handler struct {
 	cfg    config
-	client plan.Client
+	client client
 	routes []*route
 	mux    *http.ServeMux
 }
@@ -213,7 +212,7 @@ func Handler(gw *agency.Agent, coordinator string, opts ...Option) (http.Handler
 	if cfg.logger == nil {
 		cfg.logger = slog.New(slog.DiscardHandler)
 	}
-	h := &handler{cfg: cfg, client: plan.Client{From: gw, Coordinator: coordinator}, mux: http.NewServeMux()}
+	h := &handler{cfg: cfg, client: client{from: gw, coordinator: coordinator}, mux: http.NewServeMux()}
 	h.add("/input_task", false, http.MethodPost, h.inputTask)
 	h.add("/human_feedback", false, http.MethodPost, h.humanFeedback)
 	h.add("/approve_step_or_steps", false, http.MethodPost, h.approve)
@@ -252,8 +251,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			if p == http.ErrAbortHandler {
 				panic(p)
 			}
-			h.cfg.logger.Error("planhttp: handler panicked", "method", r.Method, "path", r.URL.Path, "panic", p)
-			writeError(w, errorf(http.StatusInternalServerError, "Internal Server Error"))
+			writeError(w, h.internal(r, fmt.Sprintf("panic: %v", p)))
 		}
 	}()
 	h.cors(w, r)
@@ -308,8 +306,8 @@ func (h *handler) serve(w http.ResponseWriter, r *http.Request, rt *route) {
 			writeError(w, errorf(http.StatusUnauthorized, "no user: the request has no %s header", PrincipalHeader))
 			return
 		}
-		if len(u) > 255 {
-			writeError(w, errorf(http.StatusUnauthorized, "the user id is longer than 255 bytes"))
+		if why := checkID("user id", u); why != "" {
+			writeError(w, errorf(http.StatusUnauthorized, "the %s header: %s", PrincipalHeader, why))
 			return
 		}
 		user = u
@@ -347,34 +345,28 @@ func (h *handler) preflight(w http.ResponseWriter, r *http.Request, rt *route) {
 	w.WriteHeader(http.StatusOK)
 }
 
-// ctx bounds a call to the coordinator: the request's context, for the
-// call's timeout plus the wait the call may make.
-func (h *handler) ctx(r *http.Request, wait time.Duration) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(r.Context(), h.cfg.timeout+wait)
-}
-
 // fail turns the error of a call to the coordinator into an answer.
-func (h *handler) fail(err error) *httpError {
+func (h *handler) fail(r *http.Request, err error) *httpError {
 	var ae *agency.ActionError
 	switch {
-	case errors.Is(err, plan.ErrNotFound):
+	case errors.Is(err, errNotFound):
 		return errorf(http.StatusNotFound, "%s", err.Error())
-	case errors.Is(err, plan.ErrConflict):
+	case errors.Is(err, errConflict):
 		return errorf(http.StatusConflict, "%s", err.Error())
 	case errors.Is(err, agency.ErrNoRecipient), errors.Is(err, agency.ErrNotAdded):
-		e := errorf(http.StatusServiceUnavailable, "the coordinator %s is not available; try again later", h.client.Coordinator)
+		e := errorf(http.StatusServiceUnavailable, "the coordinator %s is not available; try again later", h.client.coordinator)
 		e.header = http.Header{"Retry-After": {retryAfter}}
 		return e
 	case errors.Is(err, agency.ErrTimeout), errors.Is(err, context.DeadlineExceeded):
-		return errorf(http.StatusGatewayTimeout, "the coordinator %s did not answer in time", h.client.Coordinator)
+		return errorf(http.StatusGatewayTimeout, "the coordinator %s did not answer in time", h.client.coordinator)
 	case errors.Is(err, context.Canceled):
 		return errorf(499, "the client went away")
 	case errors.As(err, &ae) && ae.Type == agency.ErrorInvalidArgs:
 		return invalid(fieldError{Loc: loc(ae.Text), Msg: ae.Text, Type: "value_error"})
 	case errors.As(err, &ae) && ae.Type == agency.ErrorPermissionDenied:
-		return errorf(http.StatusInternalServerError, "the gateway agent %s may not call the coordinator: make it an approver (plan.Approver)", h.client.From.ID())
+		return errorf(http.StatusInternalServerError, "the gateway agent %s may not call the coordinator: make it an approver (plan.Approver)", h.client.from.ID())
 	}
-	return errorf(http.StatusInternalServerError, "Internal Server Error: %v", err)
+	return h.internal(r, err)
 }
 
 // loc names the field an error text of the coordinator starts with

@@ -223,3 +223,35 @@ func viewTool(t *plan.Tool) toolJSON {
 	}
 	return toolJSON{Agent: t.Agent, Function: t.Action, Description: t.Description, Arguments: props, Args: args}
 }
+
+// viewDocuments is every document of a user as GET /messages shows them:
+// sessions, plans, steps, messages, each with its data_type.
+func viewDocuments(d *plan.Documents) []any {
+	status := map[string]string{}
+	out := []any{}
+	for i := range d.Plans {
+		status[d.Plans[i].ID] = overall(d.Plans[i].Status)
+	}
+	for _, s := range d.Sessions {
+		out = append(out, sessionJSON{ID: s.SessionID, DataType: "session", SessionID: s.SessionID, UserID: s.UserID,
+			CurrentStatus: status[s.PlanID], TS: ts(s.Created)})
+	}
+	for i := range d.Plans {
+		out = append(out, viewPlan(&d.Plans[i]))
+	}
+	plans := map[string]*plan.Plan{}
+	for i := range d.Plans {
+		plans[d.Plans[i].ID] = &d.Plans[i]
+	}
+	for i := range d.Steps {
+		p := plans[d.Steps[i].PlanID]
+		if p == nil {
+			p = &plan.Plan{}
+		}
+		out = append(out, viewStep(p, &d.Steps[i]))
+	}
+	for i := range d.Messages {
+		out = append(out, viewMessage(&d.Messages[i]))
+	}
+	return out
+}

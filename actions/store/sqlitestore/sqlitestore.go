@@ -207,6 +207,9 @@ func scanDoc(r scanner) (store.Doc, error) {
 
 // Get implements store.Store.
 func (s *Store) Get(ctx context.Context, kind, id string) (store.Doc, error) {
+	if err := store.ValidateKey(kind, id); err != nil {
+		return store.Doc{}, err
+	}
 	if err := s.enter(ctx); err != nil {
 		return store.Doc{}, err
 	}

@@ -3,6 +3,7 @@ package storetest
 import (
 	"bytes"
 	"encoding/json"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -28,6 +29,7 @@ var docTests = []test{
 	{"JSONBodies", testJSONBodies},
 	{"EmptyChanges", testEmptyChanges},
 	{"Invalid", testInvalid},
+	{"TextNoStoreKeeps", testBadText},
 }
 
 func testGetMissing(e *env) {
@@ -435,4 +437,50 @@ func outgoing(t testing.TB, from, to, action string) store.Outgoing {
 		t.Fatalf("NewOutgoing: %v", err)
 	}
 	return o
+}
+
+// testBadText: a kind, an id or an index field that is not valid UTF-8 or
+// holds a NUL byte, and a body that is not valid UTF-8, are refused with
+// ErrInvalid by Apply, Get and List alike, whatever the database could
+// keep: PostgreSQL keeps neither, and a store that took them on SQLite
+// would answer otherwise there.
+func testBadText(e *env) {
+	e.put(doc("plan", "p1", 0, `{}`))
+	for _, bad := range []string{"a\x00b", "\xff\xfe", "ok\xc3"} {
+		docs := map[string]store.Doc{
+			"kind":    doc(bad, "x", 0, `{}`),
+			"id":      doc("plan", bad, 0, `{}`),
+			"parent":  {Kind: "plan", ID: "x", Parent: bad, Body: []byte(`{}`)},
+			"session": {Kind: "plan", ID: "x", Session: bad, Body: []byte(`{}`)},
+			"user":    {Kind: "plan", ID: "x", User: bad, Body: []byte(`{}`)},
+		}
+		for field, d := range docs {
+			err := e.st.Apply(e.ctx(), store.Changes{Put: []store.Doc{d}})
+			wantErr(e.t, "Apply with "+field+" "+strconv.Quote(bad), err, store.ErrInvalid)
+		}
+		err := e.st.Apply(e.ctx(), store.Changes{Delete: []store.Doc{{Kind: "plan", ID: bad, Version: 1}}})
+		wantErr(e.t, "Delete of id "+strconv.Quote(bad), err, store.ErrInvalid)
+		_, err = e.st.Get(e.ctx(), "plan", bad)
+		wantErr(e.t, "Get of id "+strconv.Quote(bad), err, store.ErrInvalid)
+		_, err = e.st.Get(e.ctx(), bad, "p1")
+		wantErr(e.t, "Get of kind "+strconv.Quote(bad), err, store.ErrInvalid)
+		for field, q := range map[string]store.Query{
+			"kind": {Kind: bad}, "parent": {Kind: "plan", Parent: bad},
+			"session": {Kind: "plan", Session: bad}, "user": {Kind: "plan", User: bad},
+		} {
+			_, err := e.st.List(e.ctx(), q)
+			wantErr(e.t, "List with "+field+" "+strconv.Quote(bad), err, store.ErrInvalid)
+		}
+	}
+	err := e.st.Apply(e.ctx(), store.Changes{Put: []store.Doc{doc("plan", "x", 0, "{\"a\":\"\xff\xfe\"}")}})
+	wantErr(e.t, "Apply of a body that is not UTF-8", err, store.ErrInvalid)
+	// A NUL written as JSON's escape is a JSON string like any other.
+	e.put(doc("plan", "nul", 0, `{"a":"\u0000"}`))
+	if d := e.get("plan", "nul"); string(d.Body) != `{"a":"\u0000"}` {
+		e.t.Errorf("a body with \\u0000 reads back as %s", d.Body)
+	}
+	e.absent("plan", "x")
+	if d := e.get("plan", "p1"); d.Version != 1 {
+		e.t.Errorf("p1 changed: version %d", d.Version)
+	}
 }

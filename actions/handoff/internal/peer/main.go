@@ -101,20 +101,21 @@ func run(args []string) error {
 	llm := func(u string) []openai.Option {
 		return []openai.Option{openai.APIKey("test-key"), openai.BaseURL(u), openai.Retries(0, 0), openai.CallTimeout(time.Minute)}
 	}
+	observer := handoff.ObserverFunc(func(_ context.Context, e handoff.Event) {
+		mu.Lock()
+		defer mu.Unlock()
+		switch e.Kind {
+		case handoff.EventAccepted:
+			rep.Accepted = append(rep.Accepted, e)
+		case handoff.EventHandoff:
+			rep.Made = append(rep.Made, e)
+		}
+	})
 	team := &handoff.Team{
-		UserID: id("User"), AfterWork: handoff.RevertToUser(), MaxHops: 6, Logger: logger,
+		UserID:   id("User"),
+		Options:  []handoff.Option{handoff.DefaultAfterWork(handoff.RevertToUser()), handoff.MaxHops(6), handoff.Logger(logger), handoff.Observe(observer)},
 		Members:  []string{id("Triage")},
 		AgentLLM: map[string][]openai.Option{id("Refunds"): llm(*refundsURL), id("Sales"): llm(*salesURL)},
-		Observer: handoff.ObserverFunc(func(_ context.Context, e handoff.Event) {
-			mu.Lock()
-			defer mu.Unlock()
-			switch e.Kind {
-			case handoff.EventAccepted:
-				rep.Accepted = append(rep.Accepted, e)
-			case handoff.EventHandoff:
-				rep.Made = append(rep.Made, e)
-			}
-		}),
 	}
 	back := handoff.OnLLM(handoff.To(id("Triage")), "Call this if the user brings up a topic outside of your purview, including escalating to human.",
 		handoff.Name("transfer_back_to_triage"))

@@ -1,0 +1,41 @@
+package driver
+
+import (
+	"context"
+
+	"github.com/seed72275b23/agency-go/agency"
+)
+
+// Router carries an agent's outgoing messages. A space gives one to each
+// agent it adds, through [Connect].
+//
+// Route must be safe for concurrent use. It returns agency.ErrNoRecipient
+// for a point-to-point message when it can tell that no agent has the
+// recipient id, and an error when the message may not have been delivered;
+// it should return once the message is on its way, never wait for the
+// recipient to act on it. A space that bounds the size of a message
+// returns an error wrapping agency.ErrMessageTooLarge for one over its
+// limit, its text naming the size and the limit; when that message is a
+// response, the agent answers its caller with an error of type
+// response_too_large (agency.ErrResponseTooLarge) instead, at once.
+type Router interface {
+	Route(ctx context.Context, m *agency.Message) error
+}
+
+// RouterFunc adapts a function to a Router.
+type RouterFunc func(ctx context.Context, m *agency.Message) error
+
+// Route calls f.
+func (f RouterFunc) Route(ctx context.Context, m *agency.Message) error { return f(ctx, m) }
+
+// BroadcastRouter is a Router that can tell which agents a broadcast
+// reached. A space that knows its members (space.Local) gives its agents
+// one, so that agency.Survey knows when every agent has answered; over a
+// wire, where no process knows who else is there, a Router need not be
+// one.
+type BroadcastRouter interface {
+	Router
+	// RouteBroadcast routes m, a broadcast, and returns the ids of the
+	// agents that took it in (the sender's too, when it did).
+	RouteBroadcast(ctx context.Context, m *agency.Message) (reached []string, err error)
+}

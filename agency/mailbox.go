@@ -1,0 +1,239 @@
+package agency
+
+import (
+	"sync"
+	"sync/atomic"
+)
+
+// mailbox is an agent's unbounded queue of incoming messages: a space never
+// blocks on a slow agent, and the agent takes what has arrived in one batch.
+//
+// The queue is a slice, kept for reuse, that grows up to segLen items; a
+// longer burst goes on in further segments of segLen, shared through a
+// pool by every mailbox, instead of copying what is queued at each
+// doubling (while its sender waits on mu).
+type mailbox struct {
+	mu       sync.Mutex
+	queue    []item
+	spare    []item
+	inflight []item    // the batch the agent is working through (its last segment)
+	more     *overflow // segments of a long burst; nil for most agents
+	closed   bool
+	started  bool         // arrivals start the delivery goroutine
+	running  bool         // the delivery goroutine is under way
+	held     atomic.Int64 // items queued or in flight whose taker has not fired
+}
+
+// item is a queued message and, from a space that paces delivery, what to
+// tell it when the agent takes the message.
+type item struct {
+	m     *Message
+	taken *taker
+}
+
+// overflow is what a mailbox holds of a burst longer than segLen.
+type overflow struct {
+	queued   [][]item // full segments, oldest first, ahead of the queue
+	inflight [][]item // those of the batch the agent is working through
+}
+
+// batch is what the delivery goroutine takes in one go: the full segments,
+// oldest first, then last.
+type batch struct {
+	full [][]item
+	last []item
+}
+
+// segLen is the length of a queue segment: 4 KiB of items.
+const segLen = 256
+
+var segPool = sync.Pool{New: func() any { return new([segLen]item) }}
+
+// put queues it; false once the mailbox is closed. run reports that the
+// caller must start the delivery goroutine.
+func (mb *mailbox) put(it item) (ok, run bool) {
+	mb.mu.Lock()
+	if mb.closed {
+		mb.mu.Unlock()
+		return false, false
+	}
+	if it.taken != nil {
+		mb.held.Add(1)
+		f := it.taken.f
+		it.taken.f = func() { mb.held.Add(-1); f() }
+	}
+	if len(mb.queue) >= segLen {
+		if mb.more == nil {
+			mb.more = new(overflow)
+		}
+		mb.more.queued = append(mb.more.queued, mb.queue)
+		mb.queue = segPool.Get().(*[segLen]item)[:0]
+	}
+	mb.queue = append(mb.queue, it)
+	run = mb.started && !mb.running
+	mb.running = mb.running || run
+	mb.mu.Unlock()
+	return true, run
+}
+
+// start lets arrivals start the delivery goroutine; true when the caller
+// must start it now, for what has come already.
+func (mb *mailbox) start() bool {
+	mb.mu.Lock()
+	defer mb.mu.Unlock()
+	if mb.started {
+		return false
+	}
+	mb.started = true
+	if !mb.running && (len(mb.queue) > 0 || mb.closed) {
+		mb.running = true
+		return true
+	}
+	return false
+}
+
+// take returns all that is queued. When nothing is, it returns an empty
+// batch; with last, the delivery goroutine that called it must then
+// return (the next arrival starts another, unless closed, when none
+// will); without, it stays the delivery goroutine and may take again.
+func (mb *mailbox) take(last bool) (b batch, closed bool) {
+	mb.mu.Lock()
+	defer mb.mu.Unlock()
+	if len(mb.queue) == 0 { // full segments come with a queue behind them
+		if !mb.closed && last {
+			mb.running = false
+		}
+		return batch{}, mb.closed
+	}
+	b = batch{last: mb.queue}
+	if mb.more != nil {
+		b.full = mb.more.queued
+		mb.more.queued, mb.more.inflight = nil, b.full
+	}
+	mb.queue, mb.spare = mb.spare, nil
+	mb.inflight = b.last
+	return b, false
+}
+
+// recycle gives a handled batch's storage back for reuse. Its messages
+// have been let go already; paced says that some items hold takers too.
+func (mb *mailbox) recycle(b batch, paced bool) {
+	mb.mu.Lock()
+	mb.inflight = nil
+	if mb.more != nil {
+		mb.more.inflight = nil
+		if mb.more.queued == nil {
+			mb.more = nil // the burst is over
+		}
+	}
+	// Let the takers go (release reads the batch under mu), and a burst's
+	// large buffer too.
+	if paced {
+		clear(b.last)
+	}
+	if mb.spare == nil && cap(b.last) <= 1024 {
+		mb.spare = b.last[:0]
+	}
+	mb.mu.Unlock()
+	for _, seg := range b.full {
+		if paced {
+			clear(seg)
+		}
+		if cap(seg) == segLen {
+			segPool.Put((*[segLen]item)(seg[:segLen]))
+		}
+	}
+}
+
+// releaseHeld fires the takers of every message the agent holds but has
+// not started: queued, in the batch under way, or waiting behind an
+// earlier message of its Sequence.
+func (c *conn) releaseHeld() {
+	if c.mb.held.Load() == 0 {
+		return
+	}
+	c.mb.release()
+	if cc := c.concurrentIfAny(); cc != nil {
+		cc.seq.release()
+	}
+}
+
+// release fires the taker of every message queued or in flight.
+func (mb *mailbox) release() {
+	if mb.held.Load() == 0 {
+		return // a space that does not pace delivery never pays for this
+	}
+	mb.mu.Lock()
+	var fire []*taker
+	each := func(list []item) {
+		for i := range list {
+			// Only the taker: the loop clears the message meanwhile.
+			if t := list[i].taken; t != nil && !t.done.Load() {
+				fire = append(fire, t)
+			}
+		}
+	}
+	if mb.more != nil {
+		for _, seg := range mb.more.inflight {
+			each(seg)
+		}
+	}
+	each(mb.inflight)
+	if mb.more != nil {
+		for _, seg := range mb.more.queued {
+			each(seg)
+		}
+	}
+	each(mb.queue)
+	mb.mu.Unlock()
+	for _, t := range fire {
+		t.fire()
+	}
+}
+
+// close stops intake; the delivery goroutine handles what is queued, then
+// lets the agent go. true when the caller must start that goroutine.
+func (mb *mailbox) close() bool {
+	mb.mu.Lock()
+	defer mb.mu.Unlock()
+	mb.closed = true
+	mb.started = true // a conn closed before it was added still lets go
+	if mb.running {
+		return false
+	}
+	mb.running = true
+	return true
+}
+
+// closeIdle closes the mailbox, and gives the caller the delivery turn,
+// when nothing is queued and no delivery goroutine runs; otherwise it does
+// nothing and returns false.
+func (mb *mailbox) closeIdle() bool {
+	mb.mu.Lock()
+	defer mb.mu.Unlock()
+	if mb.closed || mb.running || len(mb.queue) > 0 {
+		return false
+	}
+	mb.closed, mb.started, mb.running = true, true, true
+	return true
+}
+
+// discard drops whatever is queued; a pacing space learns that it was
+// taken, to go no further.
+func (mb *mailbox) discard() {
+	mb.mu.Lock()
+	dropped := batch{last: mb.queue}
+	if mb.more != nil {
+		dropped.full, mb.more.queued = mb.more.queued, nil
+	}
+	mb.queue = nil
+	mb.mu.Unlock()
+	for _, seg := range dropped.full {
+		for _, it := range seg {
+			it.taken.fire()
+		}
+	}
+	for _, it := range dropped.last {
+		it.taken.fire()
+	}
+}

@@ -1,0 +1,79 @@
+package main
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/seed72275b23/agency-go/agency"
+)
+
+// sayArgs are the arguments of the action say of LLM and human agents.
+type sayArgs struct {
+	Content string `json:"content"`
+}
+
+func newSayCmd(o *options) *cobra.Command {
+	var conversation string
+	cmd := &cobra.Command{
+		Use:   "say AGENT TEXT",
+		Short: "Say something to an LLM or human agent and print its answer",
+		Long: `say sends TEXT (- reads it from stdin) to AGENT's action say, as LLM agents
+(actions/openai) and people (actions/human) offer it, and prints the answer
+when it comes. Errors end it as call's do, with the same exit codes.
+
+Each say is a conversation of its own, unless --conversation names one: an
+agent keeps the history of a conversation for the agent that started it, so
+with --conversation the command joins with an id made from the conversation's
+(agency-cli-conv-<hash>, unless --id gives one), and a later say with the
+same --conversation continues it.`,
+		Example: `  agency say Assistant 'What is 2 + 3?'
+  agency say Assistant --conversation trip 'Plan a day in Lyon'
+  agency say Assistant --conversation trip 'And the next day?'`,
+		Args:              argsUsage(cobra.ExactArgs(2)),
+		ValidArgsFunction: completeAgentAction(o),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			text := args[1]
+			if text == "-" {
+				b, err := io.ReadAll(o.stdin)
+				if err != nil {
+					return err
+				}
+				text = strings.TrimSpace(string(b))
+			}
+			if text == "" {
+				return usageError("nothing to say: give a text, or - to read it from stdin")
+			}
+			if conversation != "" && o.id == "" {
+				sum := sha256.Sum256([]byte(conversation))
+				o.id = "agency-cli-conv-" + hex.EncodeToString(sum[:4])
+			}
+			s, err := o.open(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer s.close()
+			m := &agency.Message{To: args[0], Action: "say", Args: sayArgs{Content: text}}
+			if conversation != "" {
+				m.Meta = map[string]any{"conversation": conversation}
+			}
+			v, err := s.request(cmd.Context(), o, m)
+			if err != nil {
+				return err
+			}
+			var answer string
+			if json.Unmarshal(v, &answer) == nil {
+				_, err := fmt.Fprintln(o.stdout, answer)
+				return err
+			}
+			return printJSON(o.stdout, v)
+		},
+	}
+	cmd.Flags().StringVar(&conversation, "conversation", "", "the conversation to continue (its id)")
+	return cmd
+}

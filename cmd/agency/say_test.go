@@ -1,0 +1,89 @@
+package main
+
+import (
+	"context"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/seed72275b23/agency-go/actions/openai"
+	"github.com/seed72275b23/agency-go/actions/openai/openaitest"
+	"github.com/seed72275b23/agency-go/amqpspace"
+	"github.com/seed72275b23/agency-go/amqpspace/amqptest"
+)
+
+// say talks to an LLM agent served on the broker and prints its answer;
+// with --conversation a second say continues the first.
+func TestSay(t *testing.T) {
+	url := amqptest.URL(t)
+	sp := amqptest.NewSpace(t, amqpspace.Config{URL: url})
+	srv := openaitest.NewServer(t,
+		openaitest.Step{Text: "Lyon: the old town, then the hill."},
+		openaitest.Step{Func: func(r openaitest.Request) openaitest.Step {
+			var said []string
+			for _, m := range r.Messages {
+				if m.Role == "user" {
+					said = append(said, m.Content)
+				}
+			}
+			return openaitest.Step{Text: "You said: " + strings.Join(said, " | ")}
+		}},
+	)
+	id := amqptest.Name("Assistant")
+	llm, err := openai.New(id, openai.BaseURL(srv.URL), openai.APIKey("test"), openai.HTTPClient(srv.Client()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := sp.Add(ctx, llm.Agent()); err != nil {
+		t.Fatal(err)
+	}
+	conv := amqptest.Name("trip")
+	r := runAgency(t, url, "--exchange", sp.Exchange(), "say", id, "--conversation", conv, "Plan a day in Lyon")
+	if r.code != 0 || r.stdout != "Lyon: the old town, then the hill.\n" {
+		t.Fatalf("say: exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
+	}
+	r = runAgency(t, url, "--exchange", sp.Exchange(), "say", id, "--conversation", conv, "And the next day?")
+	if r.code != 0 || r.stdout != "You said: Plan a day in Lyon | And the next day?\n" {
+		t.Fatalf("say again: exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
+	}
+	r = runAgency(t, url, "--exchange", sp.Exchange(), "say", id, "")
+	if r.code != exitUsage {
+		t.Errorf("say with nothing: exit %d, stderr %q", r.code, r.stderr)
+	}
+}
+
+// The demo answers every command with no broker and no key.
+func TestDemo(t *testing.T) {
+	r := runAgency(t, "amqp://nobody@127.0.0.1:1/", "--demo", "ls")
+	listed := map[string]bool{}
+	for _, line := range strings.Split(r.stdout, "\n") {
+		if f := strings.Fields(line); len(f) >= 2 {
+			listed[f[0]+"."+f[1]] = true
+		}
+	}
+	for _, want := range []string{"Assistant.say", "Calculator.add", "Calculator.clear", "PlannerAgent.say"} {
+		if !listed[want] {
+			t.Errorf("--demo ls printed %q, without %s (stderr %q)", r.stdout, want, r.stderr)
+		}
+	}
+	r = runAgency(t, "", "--demo", "call", "Calculator", "add", `{"a":1,"b":2}`)
+	if r.code != 0 || r.stdout != "3\n" {
+		t.Errorf("--demo call: exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
+	}
+	in := exec.Command(exe, "--demo", "call", "Calculator", "add", "-")
+	in.Stdin = strings.NewReader(`{"a":2,"b":2}`)
+	if out, err := in.Output(); err != nil || string(out) != "4\n" {
+		t.Errorf("--demo call with the arguments on stdin: %q, %v", out, err)
+	}
+	r = runAgency(t, "", "--demo", "say", "Assistant", "What is 2 + 40?")
+	if r.code != 0 || r.stdout != "The sum is 42.\n" {
+		t.Errorf("--demo say: exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
+	}
+	r = runAgency(t, "", "--demo", "call", "Calculator", "clear", `{"reason":"x"}`)
+	if r.code != exitInvalidArgs {
+		t.Errorf("--demo call clear with a short reason: exit %d, stderr %q", r.code, r.stderr)
+	}
+}

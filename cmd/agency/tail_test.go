@@ -1,0 +1,161 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"io"
+	"strings"
+	"testing"
+	"time"
+)
+
+// tailing is a running tail.
+type tailing struct {
+	lines chan string
+	stop  func() result
+}
+
+// startTail runs agency tail with args and returns once it said that its
+// queue is bound.
+func startTail(t *testing.T, url string, args ...string) *tailing {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	cmd := agencyCmd(ctx, url, append([]string{"tail"}, args...)...)
+	cmd.Cancel = func() error { return cmd.Process.Signal(interrupt) }
+	cmd.WaitDelay = 15 * time.Second
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	tl := &tailing{lines: make(chan string, 100)}
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			tl.lines <- sc.Text()
+		}
+		close(tl.lines)
+	}()
+	errLines := bufio.NewReader(stderr)
+	first, err := errLines.ReadString('\n')
+	if err != nil || !strings.HasPrefix(first, "tailing exchange ") {
+		cancel()
+		_ = cmd.Wait()
+		t.Fatalf("tail's first words on stderr: %q (%v)", first, err)
+	}
+	var rest strings.Builder
+	done := make(chan struct{})
+	go func() { _, _ = io.Copy(&rest, errLines); close(done) }()
+	tl.stop = func() result {
+		cancel()
+		err := cmd.Wait()
+		<-done
+		r := result{stderr: first + rest.String()}
+		if cmd.ProcessState != nil {
+			r.code = cmd.ProcessState.ExitCode()
+		}
+		_ = err
+		return r
+	}
+	t.Cleanup(func() { tl.stop() })
+	return tl
+}
+
+// next returns the next line tail printed, failing the test after a while.
+func (tl *tailing) next(t *testing.T) string {
+	t.Helper()
+	select {
+	case l, ok := <-tl.lines:
+		if !ok {
+			t.Fatal("tail ended")
+		}
+		return l
+	case <-time.After(20 * time.Second):
+		t.Fatal("tail printed nothing more")
+	}
+	return ""
+}
+
+// tail --json prints each message as on the wire, the request and the
+// response of a call included, and the call still gets its answer: tail
+// takes no one's messages.
+func TestTailJSON(t *testing.T) {
+	url, exchange, calc := calcSpace(t)
+	tl := startTail(t, url, "--exchange", exchange, "--json")
+
+	r := runAgency(t, url, "--exchange", exchange, "call", calc, "add", `{"a":1,"b":2}`)
+	if r.code != 0 || r.stdout != "3\n" {
+		t.Fatalf("call while tailing: exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
+	}
+	type wire struct {
+		To     string                     `json:"to"`
+		From   string                     `json:"from"`
+		Action map[string]json.RawMessage `json:"action"`
+	}
+	var req, resp *wire
+	var reqID string
+	for req == nil || resp == nil {
+		line := tl.next(t)
+		var w wire
+		if err := json.Unmarshal([]byte(line), &w); err != nil {
+			t.Fatalf("tail --json printed a line that is not a JSON object: %q: %v", line, err)
+		}
+		var meta struct {
+			ID       string `json:"id"`
+			ParentID string `json:"parent_id"`
+		}
+		if err := json.Unmarshal(w.Action["__meta__"], &meta); err != nil || meta.ID == "" {
+			t.Fatalf("line without __meta__.id: %q", line)
+		}
+		switch {
+		case w.To == calc && w.Action["add"] != nil:
+			if string(w.Action["add"]) != `{"a":1,"b":2}` || !strings.HasPrefix(w.From, "agency-cli-") {
+				t.Errorf("request line %q", line)
+			}
+			req, reqID = &w, meta.ID
+		case w.From == calc && w.Action["[response]"] != nil && meta.ParentID == reqID && reqID != "":
+			if string(w.Action["[response]"]) != `{"value":3}` {
+				t.Errorf("response line %q", line)
+			}
+			resp = &w
+		}
+	}
+	if res := tl.stop(); res.code != 0 {
+		t.Errorf("tail ended with %d after an interrupt: %s", res.code, res.stderr)
+	}
+}
+
+// tail without --json prints a line a person reads, and --agent and
+// --action keep what they name.
+func TestTailLines(t *testing.T) {
+	url, exchange, calc := calcSpace(t)
+	tl := startTail(t, url, "--exchange", exchange, "--agent", calc, "--action", "add")
+
+	for _, args := range [][]string{
+		{calc, "divide", `{"a":1,"b":2}`}, // another action: not shown
+		{calc, "add", `{"a":"x"}`},
+		{calc, "add", `{"a":1,"b":2}`},
+	} {
+		runAgency(t, url, append([]string{"--exchange", exchange, "call"}, args...)...)
+	}
+	for _, want := range [][]string{
+		{"→ " + calc + `  add {"a":"x"}`},
+		{calc + " → agency-cli-", "[error] to add invalid_args:", "must be a number", " ms)"},
+		{"→ " + calc + `  add {"a":1,"b":2}`},
+		{calc + " → agency-cli-", "[response] to add 3", " ms)"},
+	} {
+		line := tl.next(t)
+		for _, w := range want {
+			if !strings.Contains(line, w) {
+				t.Errorf("line %q lacks %q", line, w)
+			}
+		}
+	}
+}

@@ -1,0 +1,69 @@
+package spacetest
+
+import (
+	"context"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/seed72275b23/agency-go/agency"
+	"github.com/seed72275b23/agency-go/space"
+)
+
+// Option configures Run.
+type Option func(*options)
+
+type options struct {
+	limit        int
+	limitedSpace func(t *testing.T) space.Space
+}
+
+// SizeLimited gives the suite a space whose message size limit is limit
+// bytes (of a message's encoding), made by newSpace, for the tests of what
+// happens at the limit: a response over it reaches its caller at once as
+// an error of type response_too_large. The other tests use Run's own
+// constructor. Without SizeLimited, the Limits tests are skipped with a
+// note.
+func SizeLimited(limit int, newSpace func(t *testing.T) space.Space) Option {
+	return func(o *options) { o.limit, o.limitedSpace = limit, newSpace }
+}
+
+// limitsTests run on the space that SizeLimited makes.
+var limitsTests = []test{
+	{"ResponseTooLarge", testResponseTooLarge},
+}
+
+// sizeInText finds the "N bytes" in an error text.
+var sizeInText = regexp.MustCompile(`(\d+) bytes`)
+
+// A handler's value too large to send reaches its caller at once as a
+// response_too_large error that names the size and the limit, instead of
+// leaving the caller waiting for a response that never comes; and the
+// agent goes on answering.
+func testResponseTooLarge(e *env) {
+	big := e.newAgent("Big")
+	agency.Handle(big, "big", func(context.Context, empty) (string, error) {
+		return strings.Repeat("x", e.limit), nil // its encoding is over the limit
+	})
+	agency.Handle(big, "small", func(context.Context, empty) (string, error) {
+		return "ok", nil
+	})
+	caller := e.newAgent("Caller")
+	e.add(big, caller)
+
+	// The safety net is the only deadline: a caller left waiting fails
+	// with a timeout after it.
+	_, err := e.request(caller, big.ID(), "big", nil)
+	ae := wantActionError(e.t, err, agency.ErrResponseTooLarge, agency.ErrorResponseTooLarge)
+	mustContain(e.t, "the error", ae.Text, strconv.Itoa(e.limit))
+	if m := sizeInText.FindStringSubmatch(ae.Text); m == nil {
+		e.t.Errorf("the error %q names no size (\"N bytes\")", ae.Text)
+	} else if n, _ := strconv.Atoi(m[1]); n <= e.limit {
+		e.t.Errorf("the error %q names a size of %d bytes, want one over the limit, %d", ae.Text, n, e.limit)
+	}
+
+	if got := call[string](e, caller, big.ID(), "small", nil); got != "ok" {
+		e.t.Errorf("small after the large response = %q, want \"ok\"", got)
+	}
+}
