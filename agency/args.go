@@ -320,6 +320,9 @@ func (e *argsError) Error() string { return e.list.join("; ") }
 // required fields and values of the wrong type are each reported by name.
 func decodeJSONArgs[T any](info *typeInfo, raw []byte, dst *T) error {
 	var errs argsError
+	if t := bytes.Trim(raw, " \t\r\n"); len(t) != len(raw) && jsonscan.Valid(raw) {
+		raw = t // white space around the object, which encoding/json allows
+	}
 	decodeObject(info.plan, raw, reflect.ValueOf(dst).Elem(), "", 0, &errs)
 	if errs.empty() {
 		return validateArgs(info, dst)

@@ -77,7 +77,6 @@ func truncate(s string, n int) string {
 // elide cuts s to at most n bytes by leaving out its middle, so that both
 // its start and its end stay readable.
 func elide(s string, n int) string {
-	const ellipsis = "…"
 	if len(s) <= n {
 		return s
 	}

@@ -2,7 +2,6 @@ package amqpspace_test
 
 import (
 	"context"
-	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -166,7 +165,7 @@ func TestBackpressureRemoveSelf(t *testing.T) {
 				t.Fatalf("handled %q, want %q", got, w)
 			}
 		case <-ctx.Done():
-			t.Fatal(fmt.Sprintf("%q was never handled", w))
+			t.Fatalf("%q was never handled", w)
 		}
 	}
 }

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	amqp "github.com/rabbitmq/amqp091-go"
+
+	"github.com/seed72275b23/agency-go/internal/testenv"
 )
 
 // A flood of large messages to an agent that does not take them: 40 over
@@ -25,6 +27,7 @@ import (
 // shadow memory would be measured too), and it reports its own peak
 // resident set (VmHWM).
 func TestMemoryBounded(t *testing.T) {
+	testenv.Long(t) // 610 MiB through the broker
 	if runtime.GOOS != "linux" {
 		t.Skip("the peak resident set is read from /proc/self/status")
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/seed72275b23/agency-go/agency"
 	"github.com/seed72275b23/agency-go/amqpspace"
+	"github.com/seed72275b23/agency-go/internal/testenv"
 )
 
 // manyAgents is the number of agents one process holds in the scale tests:
@@ -139,9 +140,7 @@ func askAll(caller *agency.Agent, ids []string) (int, error) {
 // gigabytes, it holds 2,500: still more than one connection carries. (CI
 // runs this test once more without the race detector.)
 func TestTenThousandAgents(t *testing.T) {
-	if testing.Short() {
-		t.Skip("adds 10,000 agents; skipped with -short")
-	}
+	testenv.Long(t) // adds 10,000 agents
 	n := manyAgents
 	if raceEnabled() {
 		n = 2500
@@ -163,9 +162,7 @@ func TestTenThousandAgents(t *testing.T) {
 // lost connection, Add and Send do not wait for it: an agent added during
 // the re-subscription is in before it ends, and answers.
 func TestAddWhileResubscribing(t *testing.T) {
-	if testing.Short() {
-		t.Skip("adds 3,000 agents; skipped with -short")
-	}
+	testenv.Long(t) // adds 3,000 agents and cuts their connection
 	const n = 3000
 	proxy := newProxy(t, nil)
 	logs := newLogRecorder()

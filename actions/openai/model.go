@@ -35,7 +35,7 @@ func (a *Agent) chatRequest(t *Turn, r *Request, ts toolSet) gopenai.ChatComplet
 	if p.TopP != nil {
 		req.TopP = nonZero(*p.TopP)
 	}
-	req.MaxTokens = p.MaxTokens
+	req.MaxTokens = p.MaxTokens //lint:ignore SA1019 max_tokens on purpose: many OpenAI-compatible servers know no max_completion_tokens (docs/llm.md)
 	req.Seed = p.Seed
 	if len(ts.tools) > 0 { // the API refuses these without tools
 		switch p.ToolChoice {

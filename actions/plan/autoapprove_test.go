@@ -181,7 +181,7 @@ func TestAutoApprove(t *testing.T) {
 // step and queued it was committed, before it was sent; after a rule's
 // step's handler ran, before its answer was recorded. No person is asked
 // about the rule's steps, and no step runs twice. On SQLite, and on
-// PostgreSQL when DATABASE_URL is set.
+// PostgreSQL (pgtest's database).
 func TestAutoApproveRestart(t *testing.T) {
 	t.Run("SQLite", func(t *testing.T) { testAutoApproveRestart(t, nil) })
 	t.Run("PostgreSQL", func(t *testing.T) {

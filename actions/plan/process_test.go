@@ -141,8 +141,8 @@ func TestScenarioDTwoProcesses(t *testing.T) {
 		openaitest.Step{ToolCalls: []openaitest.ToolCall{{Name: tool, Arguments: sub(`{"replace_from":3,"steps":[{"agent":"HrAgent","action":"assign_buddy","args":{"name":"Jessica Smith"}},{"agent":"TechSupportAgent","action":"set_up_laptop","args":{"name":"Jessica Smith"}}]}`)}}},
 		openaitest.Step{Text: "Revised."},
 	)
-	env := []string{"OPENAI_BASE_URL=" + pl.URL, "OPENAI_API_KEY=test"}
-	common := []string{"-amqp", url, "-exchange", exchange, "-pg", dsn, "-suffix", suffix}
+	env := []string{"OPENAI_BASE_URL=" + pl.URL, "OPENAI_API_KEY=test", "AMQP_URL=" + url, "DATABASE_URL=" + dsn}
+	common := []string{"-amqp", "-exchange", exchange, "-pg", "-suffix", suffix}
 
 	specialists := startProc(t, bin, env, append(common, "-agents", "specialists")...)
 	specialists.waitLine("ready")

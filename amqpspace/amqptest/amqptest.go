@@ -18,10 +18,8 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	neturl "net/url"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -30,6 +28,7 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/seed72275b23/agency-go/amqpspace"
+	"github.com/seed72275b23/agency-go/internal/testenv"
 )
 
 var (
@@ -40,8 +39,9 @@ var (
 // URL returns the broker's URL: AMQP_URL, or amqpspace.DefaultURL. When no
 // broker answers there, it skips t, or fails it if CI is "true". The
 // message names the URL without its password, and without -v (where go
-// test shows no skip message) it also goes once to the terminal, so that a
-// run of go test ./... does not pass silently without its AMQP tests.
+// test shows no skip message) it also goes once per package where go test
+// shows it, beside the package's "ok" line, so that a run of go test ./...
+// does not pass silently without its AMQP tests.
 func URL(t testing.TB) string {
 	t.Helper()
 	url := os.Getenv("AMQP_URL")
@@ -53,14 +53,18 @@ func URL(t testing.TB) string {
 		return url
 	}
 	shown := redact(url)
-	if os.Getenv("CI") == "true" {
+	if testenv.CI() {
 		t.Fatalf("CI=true and no RabbitMQ at %s: %v", shown, err)
 	}
 	msg := fmt.Sprintf("no RabbitMQ at %s (%v): start one with `rabbitmq-server -detached`, or point AMQP_URL at one, to run the AMQP tests", shown, err)
-	noteSkip(msg)
+	note("skipping the tests that need RabbitMQ", msg)
 	t.Skip(msg)
 	return url
 }
+
+// note tells of skipped tests where go test shows it; a variable, for this
+// package's tests.
+var note = testenv.Note
 
 // probe dials url once per process and remembers the answer.
 func probe(url string) error {
@@ -97,33 +101,6 @@ func scrub(msg, url string) string {
 		}
 	}
 	return msg
-}
-
-// The skip note: go test shows a passing package's output only with -v, so
-// without it the note goes straight to the terminal, once per test binary.
-// Variables, for this package's tests.
-var (
-	noteOnce sync.Once
-	verbose  = testing.Verbose
-	terminal = func() (io.WriteCloser, error) { return os.OpenFile("/dev/tty", os.O_WRONLY, 0) }
-)
-
-func noteSkip(msg string) {
-	noteOnce.Do(func() { note("skipping the tests that need RabbitMQ", msg) })
-}
-
-// note writes what is skipped, and why, to the terminal unless go test
-// shows it (-v).
-func note(what, msg string) {
-	if verbose() {
-		return // go test prints the skip message itself
-	}
-	w, err := terminal()
-	if err != nil {
-		return // no terminal (CI, say): nobody to tell
-	}
-	defer w.Close()
-	fmt.Fprintf(w, "%s: %s: %s\n", strings.TrimSuffix(filepath.Base(os.Args[0]), ".test"), what, msg)
 }
 
 // Name returns prefix, a dash and a random suffix: ids and names that runs

@@ -16,6 +16,8 @@ import (
 	"time"
 
 	amqp "github.com/rabbitmq/amqp091-go"
+
+	"github.com/seed72275b23/agency-go/internal/testenv"
 )
 
 // pyAgents is the script that runs operand/agency agents for a test.
@@ -40,18 +42,17 @@ func PythonSources(t testing.TB) (dir, python string) {
 	t.Helper()
 	dir, python, err := findPython()
 	if err != nil {
-		if os.Getenv("CI") == "true" {
+		if testenv.CI() {
 			t.Fatalf("CI=true and operand/agency (Python) cannot run: %v", err)
 		}
 		msg := fmt.Sprintf("operand/agency (Python) cannot run (%v): apt-get install %s, to run the interop tests (AGENCY_PY may name another folder holding agency and docstring_parser)", err, pythonPackages)
-		pythonNoteOnce.Do(func() { note("skipping the tests that need Python", msg) })
+		note("skipping the tests that need Python", msg)
 		t.Skip(msg)
 	}
 	return dir, python
 }
 
 var (
-	pythonNoteOnce       sync.Once
 	pythonOnce           sync.Once
 	pythonDir, pythonExe string
 	pythonPath           string // PYTHONPATH for both packages

@@ -42,36 +42,37 @@ import (
 	"github.com/seed72275b23/agency-go/actions/openai/openaitest"
 	"github.com/seed72275b23/agency-go/actions/store/sqlitestore"
 	"github.com/seed72275b23/agency-go/agency"
+	"github.com/seed72275b23/agency-go/examples/internal/cli"
 	"github.com/seed72275b23/agency-go/space"
 )
 
+const summary = `Usage: go run ./examples/a2a [flags]
+
+Serves a Calculator (add, divide) and Chat, an LLM agent on a scripted
+model (no key needed), over the A2A protocol, each at http://ADDR/agents/ID/
+with the Calculator's card also at http://ADDR/.well-known/agent-card.json,
+until interrupted. With -call URL: joins the A2A agent at URL to a space and
+lists its actions, calls one (-action, -args) or talks to it (-say).`
+
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
-		fmt.Fprintln(os.Stderr, "a2a:", err)
-		if errors.Is(err, errUsage) {
-			os.Exit(2)
-		}
-		os.Exit(1)
-	}
+	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	cli.Exit("a2a", err)
 }
-
-var errUsage = errors.New("bad usage")
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("a2a", flag.ContinueOnError)
-	fs.SetOutput(stderr)
 	addr := fs.String("addr", "127.0.0.1:8080", "where to serve the agents")
 	db := fs.String("db", "a2a-tasks.db", "the SQLite file that keeps the tasks")
-	token := fs.String("token", "", "serve: require this bearer token (its caller is \"user\"); call: send it")
+	token := fs.String("token", "", "serve: require this bearer token (its caller is \"user\"); with -call: send it")
 	callURL := fs.String("call", "", "join the A2A agent at this URL (its base URL or its card's) and call it")
 	action := fs.String("action", "", "with -call: the action to call")
 	argsJSON := fs.String("args", "{}", "with -action: its arguments, a JSON object")
 	say := fs.String("say", "", "with -call: text to say to the agent")
 	timeout := fs.Duration("timeout", 30*time.Second, "with -call: how long to wait for an answer")
-	if err := fs.Parse(args); err != nil {
-		return fmt.Errorf("%w: %v", errUsage, err)
+	if err := cli.Parse(fs, summary, args, stdout, stderr); err != nil {
+		return err
 	}
 	if *callURL != "" {
 		ctx, cancel := context.WithTimeout(ctx, *timeout)
@@ -80,7 +81,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	if host, _, err := net.SplitHostPort(*addr); err == nil && *token == "" {
 		if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
-			return fmt.Errorf("%w: -addr %s is reachable from other machines: give -token so that only callers with it call the agents, or listen on 127.0.0.1", errUsage, *addr)
+			return cli.Usagef("-addr %s is reachable from other machines: give -token so that only callers with it call the agents, or listen on 127.0.0.1", *addr)
 		}
 	}
 	return serve(ctx, *addr, *db, *token, stdout, stderr)
@@ -217,7 +218,7 @@ func call(ctx context.Context, url, token, action, argsJSON, say string, stdout 
 	case action != "":
 		var args map[string]any
 		if err := json.Unmarshal([]byte(argsJSON), &args); err != nil {
-			return fmt.Errorf("%w: -args must be a JSON object: %v", errUsage, err)
+			return cli.Usagef("-args must be a JSON object: %v", err)
 		}
 		v, err := agency.Call[json.RawMessage](ctx, user, "Remote", action, args)
 		if err != nil {

@@ -28,7 +28,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"log"
 	"log/slog"
 	"net/url"
 	"os"
@@ -38,6 +37,7 @@ import (
 
 	"github.com/seed72275b23/agency-go/agency"
 	"github.com/seed72275b23/agency-go/amqpspace"
+	"github.com/seed72275b23/agency-go/examples/internal/cli"
 	"github.com/seed72275b23/agency-go/space"
 )
 
@@ -113,49 +113,54 @@ func (o *Owner) Approve(ctx context.Context, args ApproveArgs) (bool, error) {
 	return ok, nil
 }
 
-func main() {
-	useAMQP := flag.Bool("amqp", false, "serve the Calculator on RabbitMQ until interrupted, instead of the in-process demo")
-	call := flag.Bool("call", false, "with -amqp: call the Calculator that another process serves, then exit")
-	exchange := flag.String("exchange", "", "with -amqp: the exchange to meet on (default "+amqpspace.DefaultExchange+")")
-	a := flag.Float64("a", 2, "with -call: the first addend")
-	b := flag.Float64("b", 3, "with -call: the second addend")
-	flag.Parse()
+const summary = `Usage: go run ./examples/calculator [-amqp [-exchange NAME] [-call [-a N -b N]]]
 
+Without flags: a Calculator, its Owner and a User in this process. With
+-amqp: the Calculator's add served on RabbitMQ until interrupted, or, with
+-call, a call to the Calculator that another process serves. The broker is
+AMQP_URL (or AMQP_HOST, AMQP_PORT, AMQP_USERNAME, AMQP_PASSWORD,
+AMQP_VHOST), by default RabbitMQ on localhost with guest/guest.`
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := runMain(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	cli.Exit("calculator", err)
+}
+
+// runMain runs the program as its command line asks.
+func runMain(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("calculator", flag.ContinueOnError)
+	useAMQP := fs.Bool("amqp", false, "serve the Calculator on RabbitMQ until interrupted, instead of the in-process demo")
+	call := fs.Bool("call", false, "with -amqp: call the Calculator that another process serves, then exit")
+	exchange := fs.String("exchange", "", "with -amqp: the exchange to meet on (default "+amqpspace.DefaultExchange+")")
+	a := fs.Float64("a", 2, "with -call: the first addend")
+	b := fs.Float64("b", 3, "with -call: the second addend")
+	if err := cli.Parse(fs, summary, args, stdout, stderr); err != nil {
+		return err
+	}
 	if !*useAMQP {
-		flag.Visit(func(f *flag.Flag) {
-			if f.Name != "amqp" {
-				fmt.Fprintf(os.Stderr, "calculator: -%s needs -amqp\n", f.Name)
-				os.Exit(2)
+		var misused error
+		fs.Visit(func(f *flag.Flag) {
+			if f.Name != "amqp" && misused == nil {
+				misused = cli.Usagef("-%s needs -amqp", f.Name)
 			}
 		})
-		if err := run(context.Background(), os.Stdout); err != nil {
-			log.Fatal(err)
+		if misused != nil {
+			return misused
 		}
-		return
+		return run(ctx, stdout)
 	}
-
-	cfg, err := amqpspace.ConfigFromEnv()
+	cfg, err := cli.AMQPConfig(*exchange)
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "calculator:", err)
-		os.Exit(1)
-	}
-	if *exchange != "" {
-		cfg.Exchange = *exchange
+		return err
 	}
 	// Connection losses and reconnects are worth seeing in a demo.
-	cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, nil))
-
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	cfg.Logger = slog.New(slog.NewTextHandler(stderr, nil))
 	if *call {
-		err = callAMQP(ctx, cfg, *a, *b, os.Stdout)
-	} else {
-		err = serveAMQP(ctx, cfg, os.Stdout)
+		return callAMQP(ctx, cfg, *a, *b, stdout)
 	}
-	stop()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "calculator:", err)
-		os.Exit(1)
-	}
+	return serveAMQP(ctx, cfg, stdout)
 }
 
 // newCalculatorAgent returns an agent named Calculator with calc's add

@@ -26,6 +26,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"maps"
@@ -42,30 +43,18 @@ import (
 	"github.com/seed72275b23/agency-go/actions/human"
 	"github.com/seed72275b23/agency-go/actions/openai"
 	"github.com/seed72275b23/agency-go/agency"
+	"github.com/seed72275b23/agency-go/examples/internal/cli"
+	"github.com/seed72275b23/agency-go/examples/internal/demo"
 	"github.com/seed72275b23/agency-go/space"
 )
 
-// errNoModel is returned by run when no model server is configured; the
-// program then exits with status 2.
-var errNoModel = errors.New("chat: set OPENAI_API_KEY or OPENAI_BASE_URL")
+const summary = `Usage: go run ./examples/chat [-demo]
 
-const setup = `The chat needs an OpenAI-compatible model server.
-
-For OpenAI, set your API key:
-
-    export OPENAI_API_KEY=sk-...
-    go run ./examples/chat
-
-For any other server, set its base URL; for example a local Ollama:
-
-    ollama pull llama3.2
-    export OPENAI_BASE_URL=http://localhost:11434/v1
-    export OPENAI_MODEL=llama3.2
-    go run ./examples/chat
-
-OPENAI_MODEL chooses the model (default gpt-4o-mini). The model must support
-tool calls.
-`
+A terminal chat with an LLM agent (Assistant) that uses the actions of a
+Calculator and of Host (shell commands and files, each approved by you).
+The model server: OPENAI_API_KEY for OpenAI, or OPENAI_BASE_URL for another
+(Ollama, vLLM, LM Studio); OPENAI_MODEL chooses the model. With -demo the
+model is a scripted one in this process: no key, no server.`
 
 const usage = `Type a message for the Assistant, or:
   /Agent.action {json args}   call an action yourself, as User; the args are optional
@@ -82,28 +71,49 @@ var requestTimeout = 5 * time.Minute // a variable for the tests
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	err := run(ctx, os.Getenv, os.Stdin, os.Stdout)
-	switch {
-	case errors.Is(err, errNoModel):
-		os.Exit(2)
-	case err != nil:
-		fmt.Fprintln(os.Stderr, "chat:", err)
-		os.Exit(1)
-	}
+	err := run(ctx, os.Args[1:], os.Getenv, os.Stdin, os.Stdout, os.Stderr)
+	stop()
+	cli.Exit("chat", err)
 }
 
-// run plays the chat: it reads lines from stdin and writes what happens to
-// stdout until /quit, the end of stdin, or ctx is done; then it closes the
-// space. env reads the environment. Without a model server configured it
-// writes how to set one and returns errNoModel.
-func run(ctx context.Context, env func(string) string, stdin io.Reader, stdout io.Writer) (err error) {
+// run plays the chat as args ask: it reads lines from stdin and writes
+// what happens to stdout until /quit, the end of stdin, or ctx is done;
+// then it closes the space. env reads the environment. Without a model
+// server configured it writes how to set one on stderr and returns an
+// error that wraps openai.ErrNoEndpoint.
+func run(ctx context.Context, args []string, env func(string) string, stdin io.Reader, stdout, stderr io.Writer) (err error) {
+	fs := flag.NewFlagSet("chat", flag.ContinueOnError)
+	useDemo := fs.Bool("demo", false, "talk to a scripted model in this process: no key, no server")
+	if err := cli.Parse(fs, summary, args, stdout, stderr); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return cli.Usagef("no arguments are taken, only flags: %q", fs.Args())
+	}
+	var opts []openai.Option
+	if *useDemo {
+		m := demo.Serve(demoModel)
+		defer m.Close()
+		opts = m.Options()
+	} else {
+		key, baseURL, model := env("OPENAI_API_KEY"), env("OPENAI_BASE_URL"), env("OPENAI_MODEL")
+		if key == "" && baseURL == "" {
+			return cli.NoModel(stderr, "go run ./examples/chat")
+		}
+		if key != "" {
+			opts = append(opts, openai.APIKey(key))
+		}
+		if baseURL != "" {
+			opts = append(opts, openai.BaseURL(baseURL))
+		}
+		if model != "" {
+			opts = append(opts, openai.Model(model))
+		}
+	}
 	term := human.NewTerminal(stdin, stdout)
 	defer term.Close()
-	key, baseURL, model := env("OPENAI_API_KEY"), env("OPENAI_BASE_URL"), env("OPENAI_MODEL")
-	if key == "" && baseURL == "" {
-		term.Printf("%s", setup)
-		return errNoModel
+	if *useDemo {
+		term.Printf("The Assistant runs on a scripted model (-demo): it adds and multiplies, and lists files.\n")
 	}
 
 	// chatCtx ends with the chat, refusing the Host's pending and later
@@ -112,16 +122,6 @@ func run(ctx context.Context, env func(string) string, stdin io.Reader, stdout i
 	c := &chat{term: term, ctx: chatCtx, callCtx: ctx}
 	defer cancel()
 
-	var opts []openai.Option
-	if key != "" {
-		opts = append(opts, openai.APIKey(key))
-	}
-	if baseURL != "" {
-		opts = append(opts, openai.BaseURL(baseURL))
-	}
-	if model != "" {
-		opts = append(opts, openai.Model(model))
-	}
 	// A tool call to Host waits for a human.
 	opts = append(opts, openai.CallTimeout(requestTimeout))
 	assistant, err := openai.New("Assistant", opts...)

@@ -15,7 +15,9 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/seed72275b23/agency-go/actions/openai"
 	"github.com/seed72275b23/agency-go/actions/openai/openaitest"
+	"github.com/seed72275b23/agency-go/examples/internal/cli"
 )
 
 func TestMain(m *testing.M) {
@@ -139,7 +141,7 @@ func startChat(t *testing.T, ctx context.Context) *session {
 	stdin, input := io.Pipe()
 	s := &session{t: t, model: srv, screen: newScreen(), input: input, done: make(chan error, 1)}
 	t.Cleanup(func() { input.Close() }) // ends the chat's reader
-	go func() { s.done <- run(ctx, func(k string) string { return env[k] }, stdin, s.screen) }()
+	go func() { s.done <- run(ctx, nil, func(k string) string { return env[k] }, stdin, s.screen, io.Discard) }()
 	s.waitFor("Chat with Assistant")
 	return s
 }
@@ -306,9 +308,9 @@ func TestQuestionWithdrawn(t *testing.T) {
 
 func TestWithoutModel(t *testing.T) {
 	var out bytes.Buffer
-	err := run(context.Background(), func(string) string { return "" }, strings.NewReader("hello\n"), &out)
-	if !errors.Is(err, errNoModel) {
-		t.Fatalf("got %v, want errNoModel", err)
+	err := run(context.Background(), nil, func(string) string { return "" }, strings.NewReader("hello\n"), io.Discard, &out)
+	if !errors.Is(err, openai.ErrNoEndpoint) || cli.Status(err) != cli.StatusUsage {
+		t.Fatalf("got %v (exit status %d), want openai.ErrNoEndpoint and status %d", err, cli.Status(err), cli.StatusUsage)
 	}
 	for _, want := range []string{"OPENAI_API_KEY=", "OPENAI_BASE_URL=http://localhost:11434/v1", "OPENAI_MODEL"} {
 		if !strings.Contains(out.String(), want) {

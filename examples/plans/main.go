@@ -9,15 +9,17 @@
 //	OPENAI_API_KEY=sk-... go run ./examples/plans          # http://127.0.0.1:8000
 //	OPENAI_BASE_URL=http://localhost:11434/v1 OPENAI_MODEL=qwen2.5 go run ./examples/plans
 //
-// Over RabbitMQ, with the specialists in other processes and the plans in
-// PostgreSQL:
+// Over RabbitMQ (AMQP_URL, by default RabbitMQ on localhost), with the
+// specialists in other processes and the plans in PostgreSQL
+// (DATABASE_URL):
 //
-//	go run ./examples/plans -amqp amqp://guest:guest@localhost:5672/ -pg postgres://… -agents specialists
-//	go run ./examples/plans -amqp amqp://guest:guest@localhost:5672/ -pg postgres://… -agents coordinator
+//	export DATABASE_URL=postgres://postgres@127.0.0.1:5432/test
+//	go run ./examples/plans -amqp -pg -agents specialists
+//	go run ./examples/plans -amqp -pg -agents coordinator
 //
-// Flags: -addr (default 127.0.0.1:8000), -db (default plans.db), -pg (a
-// PostgreSQL URL; instead of -db), -amqp (a broker URL: a space on RabbitMQ
-// instead of one in the process), -exchange, -agents (all, coordinator or
+// Flags: -addr (default 127.0.0.1:8000), -db (default plans.db), -pg (the
+// plans in PostgreSQL at DATABASE_URL, instead of -db), -amqp (a space on
+// RabbitMQ instead of one in the process), -exchange, -agents (all, coordinator or
 // specialists), -suffix (appended to every agent id, for several
 // deployments on one broker), -lease (how long a step may go unanswered
 // before it is sent again), -user (the user of requests without the
@@ -29,7 +31,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -49,32 +50,26 @@ import (
 	"github.com/seed72275b23/agency-go/actions/store/sqlitestore"
 	"github.com/seed72275b23/agency-go/agency"
 	"github.com/seed72275b23/agency-go/amqpspace"
+	"github.com/seed72275b23/agency-go/examples/internal/cli"
+	"github.com/seed72275b23/agency-go/examples/internal/demo"
 	"github.com/seed72275b23/agency-go/space"
 )
 
-const noModel = `plans: the planner needs an OpenAI-compatible model server.
-Set OPENAI_API_KEY for OpenAI, or OPENAI_BASE_URL for another one (a local
-Ollama: OPENAI_BASE_URL=http://localhost:11434/v1 OPENAI_MODEL=qwen2.5), and
-run again.`
+const summary = `Usage: go run ./examples/plans [-demo] [-addr HOST:PORT] [-db FILE | -pg] [-amqp [-exchange NAME] [-agents all|coordinator|specialists]]
 
-// errUsage reports bad flags (exit status 2).
-var errUsage = errors.New("plans: bad usage")
+MACAE's onboarding example: a person posts a task, the planner (a language
+model) turns it into steps, the person approves or rejects each on the web
+page, approved steps run. The model server: OPENAI_API_KEY for OpenAI, or
+OPENAI_BASE_URL for another (Ollama, vLLM, LM Studio); OPENAI_MODEL
+chooses the model; -demo plans with a scripted planner in this process, no
+key and no server (and, without -user, takes requests as the user me). -pg keeps the plans in PostgreSQL at DATABASE_URL; -amqp
+runs on RabbitMQ at AMQP_URL (or AMQP_HOST, AMQP_PORT, …).`
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
 	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
-	switch {
-	case errors.Is(err, errUsage):
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(2)
-	case errors.Is(err, openai.ErrNoEndpoint):
-		fmt.Fprintln(os.Stderr, noModel)
-		os.Exit(1)
-	case err != nil:
-		fmt.Fprintln(os.Stderr, "plans:", err)
-		os.Exit(1)
-	}
+	stop()
+	cli.Exit("plans", err)
 }
 
 // wrapStore, when set, wraps the store every agent of the program uses:
@@ -93,12 +88,11 @@ type Space interface {
 // a specialist runs.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("plans", flag.ContinueOnError)
-	fs.SetOutput(stderr)
 	addr := fs.String("addr", "127.0.0.1:8000", "address of the HTTP API and the web page")
 	dbPath := fs.String("db", "plans.db", "SQLite file of the plans")
-	pg := fs.String("pg", "", "PostgreSQL URL (instead of -db)")
-	amqpURL := fs.String("amqp", "", "RabbitMQ URL: run on a space on the broker")
-	exchange := fs.String("exchange", "", "the broker's exchange (default agency)")
+	pg := fs.Bool("pg", false, "keep the plans in PostgreSQL at DATABASE_URL (instead of -db)")
+	useAMQP := fs.Bool("amqp", false, "run on a space on RabbitMQ (AMQP_URL, or AMQP_HOST, AMQP_PORT, …)")
+	exchange := fs.String("exchange", "", "with -amqp: the broker's exchange (default agency)")
 	agents := fs.String("agents", "all", "which agents this process runs: all, coordinator or specialists")
 	suffix := fs.String("suffix", "", "appended to every agent id")
 	lease := fs.Duration("lease", plan.DefaultLease, "how long a step may go unanswered before it is sent again")
@@ -106,13 +100,33 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	wait := fs.Duration("wait", time.Minute, "how long input_task and approvals wait for the plan and the steps")
 	origin := fs.String("origin", "", "a web origin allowed to call the API from a browser (CORS), such as MACAE's page at http://localhost:3000; * for any")
 	verbose := fs.Bool("v", false, "log every plan event to stderr")
-	if err := fs.Parse(args); err != nil {
-		return fmt.Errorf("%w: %v", errUsage, err)
+	useDemo := fs.Bool("demo", false, "plan with a scripted planner in this process: no key, no server; -user me unless given")
+	if err := cli.Parse(fs, summary, args, stdout, stderr); err != nil {
+		return err
 	}
 	runCoordinator := *agents == "all" || *agents == "coordinator"
 	runSpecialists := *agents == "all" || *agents == "specialists"
 	if !runCoordinator && !runSpecialists {
-		return fmt.Errorf("%w: -agents must be all, coordinator or specialists", errUsage)
+		return cli.Usagef("-agents must be all, coordinator or specialists")
+	}
+	if !*useAMQP && (!runCoordinator || !runSpecialists) {
+		return cli.Usagef("-agents %s needs -amqp: without a broker every agent runs in this process", *agents)
+	}
+	dsn := os.Getenv("DATABASE_URL")
+	if *pg && dsn == "" {
+		return cli.Usagef("-pg needs DATABASE_URL, the PostgreSQL database of the plans (such as postgres://postgres@127.0.0.1:5432/test)")
+	}
+	var llm []openai.Option
+	switch {
+	case *useDemo && runCoordinator:
+		m := demo.Serve(demoPlanner)
+		defer m.Close()
+		llm = m.Options()
+		if *user == "" {
+			*user = "me"
+		}
+	case runCoordinator && !cli.HasModel(os.Getenv):
+		return cli.NoModel(stderr, "go run ./examples/plans")
 	}
 	logger := slog.New(slog.DiscardHandler)
 	if *verbose {
@@ -123,7 +137,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var planner *openai.Agent
 	if runCoordinator {
 		var err error
-		planner, err = openai.New(plannerID, openai.SystemPrompt(plan.PlannerPrompt), openai.Logger(logger))
+		planner, err = openai.New(plannerID, append(llm, openai.SystemPrompt(plan.PlannerPrompt), openai.Logger(logger))...)
 		if err != nil {
 			return err
 		}
@@ -131,8 +145,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 
 	var st store.Store
 	var err error
-	if *pg != "" {
-		st, err = pgstore.Open(ctx, *pg)
+	if *pg {
+		st, err = pgstore.Open(ctx, dsn)
 	} else {
 		st, err = sqlitestore.Open(ctx, *dbPath)
 	}
@@ -145,15 +159,16 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 
 	var sp Space
-	if *amqpURL != "" {
-		sp, err = amqpspace.New(ctx, amqpspace.Config{URL: *amqpURL, Exchange: *exchange, Logger: logger})
+	if *useAMQP {
+		cfg, err := cli.AMQPConfig(*exchange)
 		if err != nil {
 			return err
 		}
-	} else {
-		if !runCoordinator || !runSpecialists {
-			return fmt.Errorf("%w: -agents %s needs -amqp: without a broker every agent runs in this process", errUsage, *agents)
+		cfg.Logger = logger
+		if sp, err = amqpspace.New(ctx, cfg); err != nil {
+			return err
 		}
+	} else {
 		sp = space.NewLocal()
 	}
 	defer func() {

@@ -16,18 +16,20 @@ import (
 	"github.com/seed72275b23/agency-go/actions/openai/openaitest"
 	"github.com/seed72275b23/agency-go/actions/store/pgstore/pgtest"
 	"github.com/seed72275b23/agency-go/amqpspace/amqptest"
+	"github.com/seed72275b23/agency-go/examples/internal/cli"
 )
 
 // Without a model server the program says so and fails.
 func TestNoModel(t *testing.T) {
 	t.Setenv("OPENAI_API_KEY", "")
 	t.Setenv("OPENAI_BASE_URL", "")
-	err := run(t.Context(), []string{"-db", filepath.Join(t.TempDir(), "p.db")}, io.Discard, io.Discard)
-	if !errors.Is(err, openai.ErrNoEndpoint) {
-		t.Fatalf("run: %v, want ErrNoEndpoint", err)
+	var stderr strings.Builder
+	err := run(t.Context(), []string{"-db", filepath.Join(t.TempDir(), "p.db")}, io.Discard, &stderr)
+	if !errors.Is(err, openai.ErrNoEndpoint) || cli.Status(err) != cli.StatusUsage {
+		t.Fatalf("run: %v (exit status %d), want ErrNoEndpoint and status %d", err, cli.Status(err), cli.StatusUsage)
 	}
-	if !strings.Contains(noModel, "OPENAI_BASE_URL") {
-		t.Error("the message does not say what to set")
+	if !strings.Contains(stderr.String(), "OPENAI_BASE_URL=") || !strings.Contains(stderr.String(), "OPENAI_API_KEY=") {
+		t.Errorf("the message does not say what to set: %q", stderr.String())
 	}
 }
 
@@ -170,7 +172,9 @@ func TestOnboarding(t *testing.T) {
 // documentation shows.
 func TestOnboardingOnRabbitMQAndPostgreSQL(t *testing.T) {
 	modelServer(t)
-	common := []string{"-amqp", amqptest.URL(t), "-exchange", amqptest.Exchange(t), "-pg", pgtest.DSN(t)}
+	t.Setenv("AMQP_URL", amqptest.URL(t))
+	t.Setenv("DATABASE_URL", pgtest.DSN(t))
+	common := []string{"-amqp", "-exchange", amqptest.Exchange(t), "-pg"}
 	specialists := start(t, append(common, "-agents", "specialists")...)
 	specialists.ready(false)
 	coordinator := start(t, append(common, "-agents", "coordinator", "-addr", "127.0.0.1:0", "-user", "u1")...)

@@ -39,77 +39,76 @@ import (
 
 	"github.com/seed72275b23/agency-go/actions/handoff"
 	"github.com/seed72275b23/agency-go/actions/human"
+	"github.com/seed72275b23/agency-go/actions/openai"
 	"github.com/seed72275b23/agency-go/actions/store/sqlitestore"
 	"github.com/seed72275b23/agency-go/agency"
 	"github.com/seed72275b23/agency-go/amqpspace"
+	"github.com/seed72275b23/agency-go/examples/internal/cli"
+	"github.com/seed72275b23/agency-go/examples/internal/demo"
 	"github.com/seed72275b23/agency-go/space"
 )
 
-// errSetup is returned by run when the program cannot start as asked; it
-// exits with status 2 then.
-var errSetup = errors.New("support: cannot start")
+const summary = `Usage: go run ./examples/support [-demo] [-db FILE] [-amqp [-exchange NAME] [-only AGENTS]]
 
-const noServer = `support needs an OpenAI-compatible model server that can call tools.
-Set OPENAI_BASE_URL to its URL (and OPENAI_API_KEY, OPENAI_MODEL as it needs):
-
-    OPENAI_BASE_URL=http://localhost:11434/v1 OPENAI_MODEL=llama3.2 go run ./examples/support
-    OPENAI_BASE_URL=https://api.openai.com/v1 OPENAI_API_KEY=sk-... go run ./examples/support
-`
+AutoGen's customer-service team on a terminal: Triage, Sales and Refunds
+(LLM agents) hand you to each other; Human, the operator, takes over when
+Triage escalates. The conversation is kept in -db and goes on when started
+again. The model server: OPENAI_API_KEY for OpenAI, or OPENAI_BASE_URL for
+another (Ollama, vLLM, LM Studio); OPENAI_MODEL chooses the model; -demo
+runs them on a scripted model in this process, with no key and no server.
+With -amqp the agents meet on RabbitMQ (AMQP_URL, or AMQP_HOST, AMQP_PORT, …),
+and -only splits them over processes.`
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
 	err := run(ctx, os.Args[1:], os.Getenv, os.Stdin, os.Stdout, os.Stderr)
-	switch {
-	case errors.Is(err, errSetup):
-		os.Exit(2)
-	case err != nil:
-		fmt.Fprintln(os.Stderr, "support:", err)
-		os.Exit(1)
-	}
+	stop()
+	cli.Exit("support", err)
 }
 
 // run runs the program with the given arguments and environment, on the
 // given streams, until the user types exit, the input ends, or ctx ends.
 func run(ctx context.Context, args []string, env func(string) string, stdin io.Reader, stdout, stderr io.Writer) (err error) {
 	fs := flag.NewFlagSet("support", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	storePath := fs.String("store", "support.db", "the SQLite file of the conversation")
+	storePath := fs.String("db", "support.db", "the SQLite file of the conversation")
 	conv := fs.String("conversation", "support", "the id of the conversation")
 	useAMQP := fs.Bool("amqp", false, "run the agents on RabbitMQ (AMQP_URL, or AMQP_HOST, AMQP_PORT, …)")
 	exchange := fs.String("exchange", "agency-support", "with -amqp: the exchange the processes share")
 	only := fs.String("only", "", "with -amqp: the agents this process runs, of "+strings.Join(allIDs, ","))
+	useDemo := fs.Bool("demo", false, "run the LLM agents on a scripted model in this process: no key, no server")
 	logLevel := fs.String("log", "warn", "what is logged on stderr: debug, info, warn or error")
-	if err := fs.Parse(args); err != nil {
-		return fmt.Errorf("%w: %v", errSetup, err)
+	if err := cli.Parse(fs, summary, args, stdout, stderr); err != nil {
+		return err
 	}
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
-		fmt.Fprintf(stderr, "support: -log %q: %v\n", *logLevel, err)
-		return errSetup
+		return cli.Usagef("-log %q: %v", *logLevel, err)
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
 
 	ids := allIDs
 	if *only != "" {
 		if !*useAMQP {
-			fmt.Fprintln(stderr, "support: -only splits the agents over processes, which meet on RabbitMQ: give -amqp too")
-			return errSetup
+			return cli.Usagef("-only splits the agents over processes, which meet on RabbitMQ: give -amqp too")
 		}
 		ids = nil
 		for _, id := range strings.Split(*only, ",") {
 			id = strings.TrimSpace(id)
 			if !slices.Contains(allIDs, id) {
-				fmt.Fprintf(stderr, "support: -only: no agent %q (the agents: %s)\n", id, strings.Join(allIDs, ","))
-				return errSetup
+				return cli.Usagef("-only: no agent %q (the agents: %s)", id, strings.Join(allIDs, ","))
 			}
 			ids = append(ids, id)
 		}
 	}
 	runs := func(id string) bool { return slices.Contains(ids, id) }
-	if (runs(triageID) || runs(salesID) || runs(refundsID)) && env("OPENAI_BASE_URL") == "" {
-		fmt.Fprint(stderr, noServer)
-		return errSetup
+	var llm []openai.Option
+	switch {
+	case *useDemo:
+		m := demo.Serve(demoModel)
+		defer m.Close()
+		llm = m.Options()
+	case (runs(triageID) || runs(salesID) || runs(refundsID)) && !cli.HasModel(env):
+		return cli.NoModel(stderr, "go run ./examples/support")
 	}
 
 	st, err := sqlitestore.Open(ctx, *storePath)
@@ -123,11 +122,11 @@ func run(ctx context.Context, args []string, env func(string) string, stdin io.R
 		Close(context.Context) error
 	}
 	if *useAMQP {
-		cfg, err := amqpspace.ConfigFromEnv()
+		cfg, err := cli.AMQPConfig(*exchange)
 		if err != nil {
 			return err
 		}
-		cfg.Exchange, cfg.Logger = *exchange, log
+		cfg.Logger = log
 		if sp, err = amqpspace.New(ctx, cfg); err != nil {
 			return err
 		}
@@ -148,7 +147,7 @@ func run(ctx context.Context, args []string, env func(string) string, stdin io.R
 		}
 	})
 	team := &handoff.Team{
-		UserID: userID, Members: []string{triageID, salesID, refundsID, humanID},
+		UserID: userID, LLM: llm, Members: []string{triageID, salesID, refundsID, humanID},
 		Options: []handoff.Option{handoff.WithStore(st), handoff.DefaultAfterWork(handoff.RevertToUser()), handoff.MaxHops(6),
 			handoff.Logger(log), handoff.Observe(show)},
 	}

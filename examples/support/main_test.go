@@ -313,11 +313,49 @@ func TestTranscript(t *testing.T) {
 // Without a model server the program says how to set one, and fails.
 func TestNoServer(t *testing.T) {
 	bin := build(t)
-	p := start(t, bin, t.TempDir(), []string{"OPENAI_BASE_URL=", "OPENAI_API_KEY=sk-unused"})
-	if code := p.exit(); code == 0 {
-		t.Fatal("exit status 0 without OPENAI_BASE_URL")
+	p := start(t, bin, t.TempDir(), []string{"OPENAI_BASE_URL=", "OPENAI_API_KEY="})
+	if code := p.exit(); code != 2 {
+		t.Fatalf("exit status %d without OPENAI_API_KEY or OPENAI_BASE_URL, want 2 (bad usage)", code)
 	}
-	if msg := p.stderr.String(); !strings.Contains(msg, "OPENAI_BASE_URL") {
+	if msg := p.stderr.String(); !strings.Contains(msg, "OPENAI_BASE_URL=") || !strings.Contains(msg, "OPENAI_API_KEY=") {
 		t.Errorf("the program said %q", msg)
+	}
+}
+
+// An API key is enough to start (OpenAI is then the server): the program
+// starts and, told to exit before any question, exits 0 without calling the
+// model.
+func TestKeyAlone(t *testing.T) {
+	bin := build(t)
+	p := start(t, bin, t.TempDir(), []string{"OPENAI_BASE_URL=", "OPENAI_API_KEY=sk-unused"})
+	p.stderr.waitFor(t, "type a message")
+	p.line("exit")
+	if code := p.exit(); code != 0 {
+		t.Fatalf("exit status %d with OPENAI_API_KEY alone; stderr:\n%s", code, p.stderr.String())
+	}
+}
+
+// With -demo the team runs end to end with no key and no model server: a
+// scripted model in the process plays Triage, Sales and Refunds.
+func TestDemo(t *testing.T) {
+	bin := build(t)
+	p := start(t, bin, t.TempDir(), []string{"OPENAI_BASE_URL=", "OPENAI_API_KEY="}, "-demo", "-log", "info")
+	p.stderr.waitFor(t, "type a message")
+	p.line("I want a refund")
+	p.stdout.waitFor(t, "[Triage → Refunds]\n")
+	p.stdout.waitFor(t, "Refunds: Refunds here. What is the matter with it?\n")
+	p.line("My skates broke.")
+	p.stdout.waitFor(t, "Refunds: Refunds here. Have you tried hitting it with a hammer?")
+	p.line("yes")
+	p.stdout.waitFor(t, "Refunds: Done: your refund is on its way.\n")
+	p.stderr.waitFor(t, "shop: refund executed")
+	p.line("I want to buy something")
+	p.stdout.waitFor(t, "[Refunds → Triage]\n[Triage → Sales]\n")
+	p.line("yes")
+	p.stdout.waitFor(t, "Sales: Ordered!")
+	p.stderr.waitFor(t, "shop: order executed")
+	p.line("exit")
+	if code := p.exit(); code != 0 {
+		t.Fatalf("exit status %d; stderr:\n%s", code, p.stderr.String())
 	}
 }

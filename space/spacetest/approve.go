@@ -74,7 +74,7 @@ func testApproveAsksAnotherAgent(e *env) {
 	human := e.newAgent("Human")
 	agency.Handle(human, "approve", func(_ context.Context, q approveArgs) (bool, error) {
 		if q.Action == "forbidden" {
-			return false, errors.New("I will not be asked about that")
+			return false, errors.New("not to be asked about that")
 		}
 		return q.Action == "launch", nil
 	})
