@@ -16,6 +16,7 @@ import (
 	"github.com/seed72275b23/agency-go/actions/handoff"
 	"github.com/seed72275b23/agency-go/actions/openai"
 	"github.com/seed72275b23/agency-go/agency"
+	"github.com/seed72275b23/agency-go/internal/testenv"
 )
 
 // node returns the node binary for the tests that run the A2A JavaScript
@@ -31,9 +32,10 @@ func node(t *testing.T) string {
 	}
 	if err != nil {
 		msg := "needs Node.js 20+ and the pinned A2A JavaScript SDK: run `npm ci --prefix actions/a2a/testdata` (" + err.Error() + ")"
-		if os.Getenv("CI") == "true" {
+		if testenv.CI() {
 			t.Fatal(msg)
 		}
+		testenv.Note("A2A JavaScript SDK", msg)
 		t.Skip(msg)
 	}
 	return bin
