@@ -15,6 +15,7 @@ import (
 	"github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/a2aproject/a2a-go/v2/a2aclient"
 	"github.com/a2aproject/a2a-go/v2/a2aclient/agentcard"
+	"github.com/google/jsonschema-go/jsonschema"
 
 	"github.com/seed72275b23/agency-go/actions/handoff"
 	"github.com/seed72275b23/agency-go/actions/openai"
@@ -204,7 +205,17 @@ func (r *Remote) register() error {
 			if skill == "say" {
 				continue // registered below, typed
 			}
+			check := r.validator(skill, schema)
 			err = agency.RegisterJSON(r.agent, skill, schema, func(ctx context.Context, args json.RawMessage) (any, error) {
+				if check != nil {
+					var v any
+					if err := json.Unmarshal(args, &v); err != nil {
+						return nil, agency.InvalidArgs("the arguments of %q are not JSON: %v", r.agent.ID()+"."+skill, err)
+					}
+					if err := check.Validate(v); err != nil {
+						return nil, agency.InvalidArgs("invalid arguments for %q: %v (send \"help\" for the argument schema)", r.agent.ID()+"."+skill, err)
+					}
+				}
 				return r.callSkill(ctx, skill, args)
 			}, opts...)
 		} else {
@@ -236,6 +247,23 @@ func (r *Remote) register() error {
 		}
 	}
 	return nil
+}
+
+// validator compiles a skill's argument schema, with which its arguments
+// are checked before the call, as actions/mcp checks a tool's. One that
+// does not compile is left to the remote, which checks them all the same.
+func (r *Remote) validator(skill string, schema json.RawMessage) *jsonschema.Resolved {
+	var s jsonschema.Schema
+	if err := json.Unmarshal(schema, &s); err != nil {
+		r.logger.Warn("a2a: a skill's schema is unreadable; its arguments go to the remote unchecked", "agent", r.agent.ID(), "skill", skill, "error", err)
+		return nil
+	}
+	v, err := s.Resolve(nil)
+	if err != nil {
+		r.logger.Warn("a2a: a skill's schema cannot check arguments; they go to the remote unchecked", "agent", r.agent.ID(), "skill", skill, "error", err)
+		return nil
+	}
+	return v
 }
 
 // schemas returns the argument schemas of this package's card extension,

@@ -71,8 +71,14 @@ func TestRemoteAgency(t *testing.T) {
 		t.Fatalf("divide by 0: %v", err)
 	}
 	_, err = agency.Call[float64](ctx, user, "RemoteCalc", "add", map[string]any{"a": 1})
-	if !errors.Is(err, agency.ErrInvalidArgs) || !strings.Contains(err.Error(), "b: missing") {
+	// Checked here, with the card's schema, before the call.
+	if !errors.Is(err, agency.ErrInvalidArgs) || !strings.Contains(err.Error(), `missing properties: ["b"]`) {
 		t.Fatalf("add without b: %v", err)
+	}
+	// So is a value of the wrong type.
+	_, err = agency.Call[float64](ctx, user, "RemoteCalc", "add", map[string]any{"a": 1, "b": "two"})
+	if !errors.Is(err, agency.ErrInvalidArgs) {
+		t.Fatalf("add with a string: %v", err)
 	}
 	// A call that waits for approval waits for it through the remote.
 	done := make(chan error, 1)

@@ -52,5 +52,5 @@ func Example() {
 	fmt.Println(err)
 	// Output:
 	// 3 <nil>
-	// invalid_args: invalid arguments for "Calculator.add": b: missing required field (send "help" for the argument schema)
+	// invalid_args: invalid arguments for "RemoteCalc.add": validating root: required: missing properties: ["b"] (send "help" for the argument schema)
 }
