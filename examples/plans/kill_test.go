@@ -222,7 +222,8 @@ func TestKillAtEachInstant(t *testing.T) {
 		},
 		"PostgreSQL": func(t *testing.T) ([]string, func() (store.Store, error)) {
 			dsn := pgtest.DSN(t)
-			return []string{"-pg", dsn}, func() (store.Store, error) { return pgstore.Open(t.Context(), dsn) }
+			t.Setenv("DATABASE_URL", dsn) // -pg reads it, in the child too
+			return []string{"-pg"}, func() (store.Store, error) { return pgstore.Open(t.Context(), dsn) }
 		},
 	}
 	for _, name := range []string{"SQLite", "PostgreSQL"} {
