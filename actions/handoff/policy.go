@@ -477,9 +477,11 @@ func (p *Policy) serve(llm *openai.Agent, access agency.ActionOption) error {
 	return accept(llm.Agent(), func(ctx context.Context, t Transfer) error {
 		return take(ctx, p.cfg.store, p.ev, p.self, t)
 	}, func(ctx context.Context, t Transfer) error {
+		data := t
+		data.History = nil // in the memory; a pending turn keeps Data without it
 		_, err := llm.Continue(ctx, openai.Continuation{
 			Conversation: t.Conversation, Owner: t.owner(), Partner: t.User, ReplyTo: t.ReplyTo,
-			History: p.cfg.filter(p.self, t), Data: &t,
+			History: p.cfg.filter(p.self, t), Data: &data,
 		})
 		return err
 	}, access)
@@ -781,10 +783,22 @@ func (p *Policy) handoff(ctx context.Context, t *openai.Turn, h hand) {
 		if err != nil {
 			return store.Changes{}, err
 		}
-		return store.Changes{
+		ch := store.Changes{
 			Put:  []store.Doc{{Kind: kindLog, ID: id, Parent: openai.ConversationKey(t.Owner, t.Conversation), Session: t.Conversation, User: t.Owner, Body: entry}},
 			Send: []store.Outgoing{out},
-		}, nil
+		}
+		// The turn ends with the handoff: a crash after this Apply must not
+		// resume it.
+		if pt, ok := t.Pending(); ok && p.memory != nil {
+			d, err := p.cfg.store.Get(ctx, kindTurn, p.memory.turnID(pt))
+			switch {
+			case err == nil:
+				ch.Delete = append(ch.Delete, store.Doc{Kind: kindTurn, ID: d.ID, Version: d.Version})
+			case !errors.Is(err, store.ErrNotFound):
+				return store.Changes{}, err
+			}
+		}
+		return ch, nil
 	})
 	if err != nil {
 		p.ev.emit(ctx, Event{Kind: EventRefused, Conversation: t.Conversation, Agent: p.self, From: p.self, To: h.to, Name: h.name,
@@ -807,8 +821,14 @@ func (p *Policy) handoff(ctx context.Context, t *openai.Turn, h hand) {
 // say that started it, or, for a turn of a conversation handed over, what
 // the handoff carried.
 func replyTo(ctx context.Context, t *openai.Turn) string {
-	if tr, ok := t.Data.(*Transfer); ok {
-		return tr.ReplyTo
+	switch d := t.Data.(type) {
+	case *Transfer:
+		return d.ReplyTo
+	case json.RawMessage: // a resumed turn's (see openai.Journal)
+		var tr Transfer
+		if json.Unmarshal(d, &tr) == nil {
+			return tr.ReplyTo
+		}
 	}
 	if m := agency.MessageFrom(ctx); m != nil && m.Action == "say" {
 		return m.ID
