@@ -77,20 +77,7 @@ func TestPendingTurnDropped(t *testing.T) {
 			if h.inReplyTo != "q1" || h.conversation != "c1" || !strings.HasPrefix(h.text, "Sorry, I could not answer your message") {
 				t.Errorf("the asker was told %+v", h)
 			}
-			deadline := time.Now().Add(10 * time.Second)
-			for {
-				ps, err := j.Pending(ctx)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if len(ps) == 0 {
-					break
-				}
-				if time.Now().After(deadline) {
-					t.Fatalf("the dropped turn is still pending: %+v", ps)
-				}
-				time.Sleep(10 * time.Millisecond)
-			}
+			noPending(t, j)
 			if n := len(srv.Requests()); n != 0 {
 				t.Errorf("the model was called %d times", n)
 			}
@@ -154,5 +141,99 @@ func TestPendingTurnResumed(t *testing.T) {
 	}
 	if err := consistent(reqs[1].Messages[1:]); err != nil {
 		t.Errorf("the request after the restart: %v", err)
+	}
+	noPending(t, Memory(st, "Bot").(openai.Journal))
+}
+
+// A conversation handed over is written ahead with the take-over: when
+// the receiver's process stops during its first model request, its
+// agent built again on the same store takes the turn up and answers the
+// user's question (in_reply_to its id); the agent that handed it over is
+// not asked again, its turn having ended with the handoff's Apply.
+func TestHandedTurnResumed(t *testing.T) {
+	ctx := t.Context()
+	st := store.NewMemory()
+	asked := make(chan struct{}, 1)
+	triageSrv := openaitest.NewServer(t, calls1("transfer_to_refunds", "{}"))
+	refundSrv := openaitest.NewServer(t,
+		openaitest.Step{Func: func(r openaitest.Request) openaitest.Step {
+			asked <- struct{}{}
+			<-r.Context().Done()
+			return openaitest.Step{Status: 500}
+		}},
+		textStep("Refunds here."),
+	)
+	heard := make(chan heardSay, 4)
+	user := journalUser(heard)
+	build := func() *space.Local {
+		team := &Team{Options: []Option{WithStore(st)}, LLM: []openai.Option{openai.APIKey("test")},
+			AgentLLM: map[string][]openai.Option{"Triage": {openai.BaseURL(triageSrv.URL)}, "Refunds": {openai.BaseURL(refundSrv.URL)}}}
+		triage, err := team.Agent("Triage", "You route.", OnLLM(To("Refunds"), "Refunds.", Name("transfer_to_refunds")))
+		if err != nil {
+			t.Fatal(err)
+		}
+		refunds, err := team.Agent("Refunds", "You refund.")
+		if err != nil {
+			t.Fatal(err)
+		}
+		sp := space.NewLocal()
+		for _, a := range []*agency.Agent{user, triage.Agent(), refunds.Agent()} {
+			if err := sp.Add(ctx, a); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return sp
+	}
+	sp := build()
+	id, err := user.SendMessage(ctx, &agency.Message{To: "Triage", Action: "say", Args: openai.SayArgs{Content: "A refund, please."},
+		Meta: map[string]any{metaConversation: "c1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-asked:
+	case <-time.After(30 * time.Second):
+		t.Fatal("Refunds' model was never asked")
+	}
+	cctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond) // Close cancels the turn when it runs out
+	_ = sp.Close(cctx)
+	cancel()
+
+	sp = build()
+	defer sp.Close(context.Background())
+	h := waitSay(t, heard)
+	if h.text != "Refunds here." || h.inReplyTo != id || h.conversation != "c1" {
+		t.Errorf("the user was told %+v", h)
+	}
+	if n := len(triageSrv.Requests()); n != 1 {
+		t.Errorf("Triage's model got %d requests, want 1", n)
+	}
+	reqs := refundSrv.Requests()
+	if len(reqs) != 2 {
+		t.Fatalf("Refunds' model got %d requests", len(reqs))
+	}
+	if err := consistent(reqs[1].Messages[1:]); err != nil {
+		t.Errorf("Refunds' request after the restart: %v", err)
+	}
+	noPending(t, Memory(st, "Refunds").(openai.Journal))
+}
+
+// noPending waits until j holds no pending turn: a turn is forgotten
+// right after its answer is said.
+func noPending(t *testing.T, j openai.Journal) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		ps, err := j.Pending(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(ps) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("still pending: %+v", ps)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }

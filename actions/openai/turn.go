@@ -166,10 +166,16 @@ func (a *Agent) serve(ctx context.Context, owner, conv, partner string, user *Me
 		if user != nil {
 			msgs = append(msgs, *user)
 		}
-		if err = j.Begin(ctx, p, msgs...); err == nil {
+		err = j.Begin(ctx, p, msgs...)
+		switch {
+		case err == nil:
 			history = append(history, msgs...)
 			t.pending = &p
-		} else if errors.Is(err, ErrTurnPending) {
+		case errors.Is(err, ErrTurnPending) && user == nil:
+			// A Continue whose caller wrote the turn ahead itself, with
+			// the conversation it took over (a handoff does).
+			err, t.pending = nil, &p
+		case errors.Is(err, ErrTurnPending):
 			// The message came again: the pending turn answers it.
 			a.logger.Warn("openai: a message that asked again is answered by its pending turn", "agent", a.agent.ID(), "conversation", conv, "turn", id)
 			return "", nil
