@@ -196,6 +196,13 @@ func TestDurableTurns(t *testing.T) {
 	}
 }
 
+// The key of a model's tool call travels where plan.Idempotent reads it.
+func TestIdempotencyKeyIsPlans(t *testing.T) {
+	if openai.IdempotencyKey != plan.IdempotencyKey {
+		t.Errorf("openai sends the key as %q, plan.Idempotent reads %q", openai.IdempotencyKey, plan.IdempotencyKey)
+	}
+}
+
 // toolCall is what the tool saw of one request.
 type toolCall struct{ key, callID string }
 

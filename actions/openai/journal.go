@@ -36,15 +36,16 @@ import (
 // and says a recorded answer that may not have been said. The answer goes
 // to the asker as a say with __meta__.conversation and
 // __meta__.in_reply_to the id of the message that asked, whether or not
-// that request still waits. A turn is resumed at most MaxResumes times,
-// and not at all once older than MaxTurnAge: the asker is then told, and
-// the turn dropped (see [Resumes]).
+// that request still waits. A turn is resumed at most DefaultMaxResumes
+// times, and not at all once older than DefaultMaxTurnAge (see
+// [Resumes]): the asker is then told, and the turn dropped.
 //
-// So an effect of a tool whose handler runs once per idempotency key
-// (plan.Idempotent, with its effect written by plan.Effect) is exactly once in effect under a crash at any
-// instant; a tool that ignores the key runs at least once. The answer is
-// said at least once: a crash after it is said and before the turn is
-// forgotten says it again, with the same in_reply_to.
+// So the effect of a tool whose handler runs once per idempotency key
+// (plan.Idempotent, with its effect written by plan.Effect) is exactly
+// once under a crash at any instant; a tool that ignores the key runs at
+// least once. The answer is said at least once: a crash after it is said
+// and before the turn is forgotten says it again, with the same
+// in_reply_to.
 //
 // A Journal's methods are called for one conversation at a time, like a
 // Memory's.
