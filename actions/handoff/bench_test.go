@@ -77,7 +77,7 @@ func benchHandoff(b *testing.B, spaceKind, mode string) {
 	recv := agency.MustNewAgent(bID)
 	var check func(context.Context, Transfer) error
 	if mode != "request" {
-		check = func(ctx context.Context, t Transfer) error { return take(ctx, st, ev, bID, t) }
+		check = func(ctx context.Context, t Transfer) error { return take(ctx, st, ev, bID, t, nil) }
 	}
 	if err := accept(recv, check, func(ctx context.Context, t Transfer) error {
 		taken <- struct{}{}

@@ -161,37 +161,33 @@ func (p *Policy) manage(ctx context.Context, t *openai.Turn, c openai.ToolCall) 
 			return del(table, h.Name)
 		}
 	}
-	for attempt := 0; ; attempt++ {
+	err := store.ApplyRetrying(ctx, p.cfg.store, func(ctx context.Context) (store.Changes, error) {
 		table, _, doc, err := p.loadTable(ctx, p.managed, key)
 		if err != nil {
-			return "", err
+			return store.Changes{}, err
 		}
 		table, err = change(table)
-		var de *dispatchError
-		if errors.As(err, &de) {
-			return "", errors.New(de.forModel())
-		}
 		if err != nil {
-			return "", err
+			return store.Changes{}, err
 		}
 		if table == nil {
 			table = []entry{}
 		}
 		body, err := json.Marshal(table)
 		if err != nil {
-			return "", err
+			return store.Changes{}, err
 		}
-		err = p.cfg.store.Apply(ctx, store.Changes{Put: []store.Doc{{
+		return store.Changes{Put: []store.Doc{{
 			Kind: kindDispatch, ID: tableID(p.self, p.managed, key), Parent: key,
 			Session: t.Conversation, User: t.Owner, Version: doc.Version, Body: body,
-		}}})
-		if errors.Is(err, store.ErrConflict) && attempt < 16 {
-			continue
-		}
-		if err != nil {
-			return "", err
-		}
-		break
+		}}}, nil
+	})
+	var de *dispatchError
+	if errors.As(err, &de) {
+		return "", errors.New(de.forModel())
+	}
+	if err != nil {
+		return "", err
 	}
 	p.ev.emit(ctx, Event{Kind: EventDispatch, Conversation: t.Conversation, Agent: p.self, Name: c.Name + " " + h.Name, To: h.Target})
 	b, err := json.Marshal(result)

@@ -66,17 +66,10 @@ func (m *memory) Replace(ctx context.Context, conversation string, msgs []openai
 }
 
 func (m *memory) write(ctx context.Context, conversation string, f func([]openai.Message) []openai.Message) error {
-	for attempt := 0; ; attempt++ {
+	return store.ApplyRetrying(ctx, m.st, func(ctx context.Context) (store.Changes, error) {
 		doc, err := m.changed(ctx, conversation, f)
-		if err != nil {
-			return err
-		}
-		err = m.st.Apply(ctx, store.Changes{Put: []store.Doc{doc}})
-		if errors.Is(err, store.ErrConflict) && attempt < 16 {
-			continue
-		}
-		return err
-	}
+		return store.Changes{Put: []store.Doc{doc}}, err
+	})
 }
 
 // changed returns the document of the conversation's history as f changes
@@ -113,4 +106,87 @@ func trim(h []openai.Message, n int) []openai.Message {
 		h = []openai.Message{}
 	}
 	return h
+}
+
+// Memory is an openai.Journal too: the agent's pending turns are
+// documents of kind kindTurn (Parent the agent's id), each written in the
+// same Apply as the history it goes with, so that the agent built again
+// on the same store takes up the turns a crash cut short.
+var _ openai.Journal = (*memory)(nil)
+
+func (m *memory) turnID(p openai.PendingTurn) string { return m.agent + " " + p.ID }
+
+// turnDoc returns the document of p, to be written over version.
+func (m *memory) turnDoc(p openai.PendingTurn, version int64) (store.Doc, error) {
+	body, err := json.Marshal(p)
+	if err != nil {
+		return store.Doc{}, err
+	}
+	return store.Doc{Kind: kindTurn, ID: m.turnID(p), Parent: m.agent, Session: p.Conversation, User: p.Owner,
+		Version: version, Body: body}, nil
+}
+
+func (m *memory) Begin(ctx context.Context, p openai.PendingTurn, msgs ...openai.Message) error {
+	return m.writeTurn(ctx, p, true, msgs)
+}
+
+func (m *memory) Record(ctx context.Context, p openai.PendingTurn, msgs ...openai.Message) error {
+	return m.writeTurn(ctx, p, false, msgs)
+}
+
+// writeTurn writes p and appends msgs to its history, in one Apply; with
+// fresh set, p must not be pending yet.
+func (m *memory) writeTurn(ctx context.Context, p openai.PendingTurn, fresh bool, msgs []openai.Message) error {
+	return store.ApplyRetrying(ctx, m.st, func(ctx context.Context) (store.Changes, error) {
+		old, err := m.st.Get(ctx, kindTurn, m.turnID(p))
+		switch {
+		case err == nil && fresh:
+			return store.Changes{}, fmt.Errorf("%w: %s in %q", openai.ErrTurnPending, p.ID, m.agent)
+		case errors.Is(err, store.ErrNotFound):
+		case err != nil:
+			return store.Changes{}, err
+		}
+		doc, err := m.turnDoc(p, old.Version)
+		if err != nil {
+			return store.Changes{}, err
+		}
+		c := store.Changes{Put: []store.Doc{doc}}
+		if len(msgs) > 0 {
+			h, err := m.appended(ctx, p.Key, msgs...)
+			if err != nil {
+				return store.Changes{}, err
+			}
+			c.Put = append(c.Put, h)
+		}
+		return c, nil
+	})
+}
+
+func (m *memory) Finish(ctx context.Context, p openai.PendingTurn) error {
+	return store.ApplyRetrying(ctx, m.st, func(ctx context.Context) (store.Changes, error) {
+		d, err := m.st.Get(ctx, kindTurn, m.turnID(p))
+		if errors.Is(err, store.ErrNotFound) {
+			return store.Changes{}, nil
+		}
+		if err != nil {
+			return store.Changes{}, err
+		}
+		return store.Changes{Delete: []store.Doc{{Kind: kindTurn, ID: d.ID, Version: d.Version}}}, nil
+	})
+}
+
+func (m *memory) Pending(ctx context.Context) ([]openai.PendingTurn, error) {
+	docs, err := m.st.List(ctx, store.Query{Kind: kindTurn, Parent: m.agent})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]openai.PendingTurn, 0, len(docs))
+	for _, d := range docs {
+		var p openai.PendingTurn
+		if err := json.Unmarshal(d.Body, &p); err != nil {
+			return nil, fmt.Errorf("handoff: the pending turn %q: %w", d.ID, err)
+		}
+		out = append(out, p)
+	}
+	return out, nil
 }

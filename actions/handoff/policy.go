@@ -475,21 +475,65 @@ func (p *Policy) serve(llm *openai.Agent, access agency.ActionOption) error {
 		return fmt.Errorf("handoff: the policy of %q cannot serve %q", p.self, llm.Agent().ID())
 	}
 	return accept(llm.Agent(), func(ctx context.Context, t Transfer) error {
-		return take(ctx, p.cfg.store, p.ev, p.self, t)
+		return take(ctx, p.cfg.store, p.ev, p.self, t, p.writeAhead)
 	}, func(ctx context.Context, t Transfer) error {
-		_, err := llm.Continue(ctx, openai.Continuation{
-			Conversation: t.Conversation, Owner: t.owner(), Partner: t.User, ReplyTo: t.ReplyTo,
-			History: p.cfg.filter(p.self, t), Data: &t,
-		})
+		c := openai.Continuation{Conversation: t.Conversation, Owner: t.owner(), Partner: t.User, ReplyTo: t.ReplyTo, Data: handedData(t)}
+		if p.memory == nil {
+			c.History = p.cfg.filter(p.self, t)
+		}
+		_, err := llm.Continue(ctx, c)
 		return err
 	}, access)
+}
+
+// handedData is the Data of the turn that continues a conversation handed
+// over: the Transfer, without the history (which is in the memory).
+func handedData(t Transfer) *Transfer {
+	t.History = nil
+	return &t
+}
+
+// writeAhead returns, for an agent whose histories are in the Policy's
+// store (Memory, as Team has it), the changes that take writes with the
+// conversation it takes over: the history the receiver continues on, and
+// its turn, pending (see openai.Journal). So a crash after the sender was
+// told that the handoff arrived loses nothing: the agent built again
+// takes the turn up.
+func (p *Policy) writeAhead(ctx context.Context, t Transfer) (store.Changes, error) {
+	if p.memory == nil {
+		return store.Changes{}, nil
+	}
+	m := agency.MessageFrom(ctx)
+	if m == nil {
+		return store.Changes{}, nil
+	}
+	key := openai.ConversationKey(t.owner(), t.Conversation)
+	data, err := json.Marshal(handedData(t))
+	if err != nil {
+		return store.Changes{}, err
+	}
+	pt := openai.PendingTurn{ID: m.ID, Key: key, Owner: t.owner(), Conversation: t.Conversation, Partner: t.User,
+		ReplyTo: t.ReplyTo, SayBack: true, Data: data, Started: time.Now().UTC()}
+	old, err := p.cfg.store.Get(ctx, kindTurn, p.memory.turnID(pt))
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
+		return store.Changes{}, err
+	}
+	turn, err := p.memory.turnDoc(pt, old.Version)
+	if err != nil {
+		return store.Changes{}, err
+	}
+	history, err := p.memory.changed(ctx, key, func([]openai.Message) []openai.Message { return p.cfg.filter(p.self, t) })
+	if err != nil {
+		return store.Changes{}, err
+	}
+	return store.Changes{Put: []store.Doc{history, turn}}, nil
 }
 
 // take makes self the holder of the conversation a Transfer hands over,
 // unless the store knows a later version of it, or the same version held
 // by another agent: then the handoff is refused (a resent message, or a
 // second handoff of one conversation).
-func take(ctx context.Context, st store.Store, ev events, self string, t Transfer) error {
+func take(ctx context.Context, st store.Store, ev events, self string, t Transfer, with func(context.Context, Transfer) (store.Changes, error)) error {
 	var from string
 	if m := agency.MessageFrom(ctx); m != nil {
 		from = m.From
@@ -503,7 +547,10 @@ func take(ctx context.Context, st store.Store, ev events, self string, t Transfe
 		}
 		*c = Conversation{ID: t.Conversation, Owner: t.owner(), Active: self, User: t.User, Vars: t.Vars, Version: t.Version + 1,
 			Hops: t.Hops, Path: slices.Clone(t.Path), Status: StatusActive}
-		return store.Changes{}, nil
+		if with == nil {
+			return store.Changes{}, nil
+		}
+		return with(ctx, t)
 	})
 	if err != nil {
 		ev.emit(ctx, Event{Kind: EventRefused, Conversation: t.Conversation, Agent: self, From: from, To: self,
@@ -781,10 +828,22 @@ func (p *Policy) handoff(ctx context.Context, t *openai.Turn, h hand) {
 		if err != nil {
 			return store.Changes{}, err
 		}
-		return store.Changes{
+		ch := store.Changes{
 			Put:  []store.Doc{{Kind: kindLog, ID: id, Parent: openai.ConversationKey(t.Owner, t.Conversation), Session: t.Conversation, User: t.Owner, Body: entry}},
 			Send: []store.Outgoing{out},
-		}, nil
+		}
+		// The turn ends with the handoff: a crash after this Apply must not
+		// resume it.
+		if pt, ok := t.Pending(); ok && p.memory != nil {
+			d, err := p.cfg.store.Get(ctx, kindTurn, p.memory.turnID(pt))
+			switch {
+			case err == nil:
+				ch.Delete = append(ch.Delete, store.Doc{Kind: kindTurn, ID: d.ID, Version: d.Version})
+			case !errors.Is(err, store.ErrNotFound):
+				return store.Changes{}, err
+			}
+		}
+		return ch, nil
 	})
 	if err != nil {
 		p.ev.emit(ctx, Event{Kind: EventRefused, Conversation: t.Conversation, Agent: p.self, From: p.self, To: h.to, Name: h.name,
@@ -807,8 +866,14 @@ func (p *Policy) handoff(ctx context.Context, t *openai.Turn, h hand) {
 // say that started it, or, for a turn of a conversation handed over, what
 // the handoff carried.
 func replyTo(ctx context.Context, t *openai.Turn) string {
-	if tr, ok := t.Data.(*Transfer); ok {
-		return tr.ReplyTo
+	switch d := t.Data.(type) {
+	case *Transfer:
+		return d.ReplyTo
+	case json.RawMessage: // a resumed turn's (see openai.Journal)
+		var tr Transfer
+		if json.Unmarshal(d, &tr) == nil {
+			return tr.ReplyTo
+		}
 	}
 	if m := agency.MessageFrom(ctx); m != nil && m.Action == "say" {
 		return m.ID

@@ -20,6 +20,7 @@ const (
 	kindLog          = "handoff.log"          // one per handoff made, Parent the conversation's key: LogEntry
 	kindDispatch     = "handoff.dispatch"     // a dispatcher's table for one agent and conversation
 	kindMemory       = "handoff.memory"       // an LLM agent's history of one conversation (Memory)
+	kindTurn         = "handoff.turn"         // an LLM agent's pending turn (Memory as an openai.Journal)
 )
 
 // The statuses of a Conversation.
@@ -139,27 +140,27 @@ var errUnchanged = errors.New("unchanged")
 
 // updateConv reads owner's conversation, lets f change it (exists says whether
 // the store had it) and writes it with the extra changes f returns, in one
-// Apply; on a conflict it reads again and calls f again. f returns
+// Apply; on a conflict it reads again and calls f again (store.ApplyRetrying). f returns
 // errUnchanged to write nothing, or another error to give up. It returns
 // the conversation as written (or read, when unchanged).
 func updateConv(ctx context.Context, st store.Store, owner, id string, f func(c *Conversation, exists bool) (store.Changes, error)) (Conversation, error) {
-	for attempt := 0; ; attempt++ {
-		c, d, err := loadConv(ctx, st, owner, id)
+	var c Conversation
+	err := store.ApplyRetrying(ctx, st, func(ctx context.Context) (store.Changes, error) {
+		var d store.Doc
+		var err error
+		c, d, err = loadConv(ctx, st, owner, id)
 		exists := err == nil
 		if err != nil && !errors.Is(err, store.ErrNotFound) {
-			return c, err
+			return store.Changes{}, err
 		}
 		c.Path = slices.Clone(c.Path)
 		extra, err := f(&c, exists)
-		if errors.Is(err, errUnchanged) {
-			return c, nil
-		}
 		if err != nil {
-			return c, err
+			return store.Changes{}, err
 		}
 		body, err := json.Marshal(c)
 		if err != nil {
-			return c, err
+			return store.Changes{}, err
 		}
 		c.ID, c.Owner = id, owner
 		doc := store.Doc{Kind: kindConversation, ID: openai.ConversationKey(owner, id), Session: id, User: owner, Body: body}
@@ -167,10 +168,10 @@ func updateConv(ctx context.Context, st store.Store, owner, id string, f func(c 
 			doc.Version = d.Version
 		}
 		extra.Put = append([]store.Doc{doc}, extra.Put...)
-		err = st.Apply(ctx, extra)
-		if errors.Is(err, store.ErrConflict) && attempt < 16 {
-			continue
-		}
-		return c, err
+		return extra, nil
+	})
+	if errors.Is(err, errUnchanged) {
+		return c, nil // as read
 	}
+	return c, err
 }

@@ -189,7 +189,7 @@ func (t *Team) Human(id string, f human.Front) (*human.Agent, error) {
 	}
 	ev, filter := t.events(), t.cfg.filter
 	err = accept(person.Agent(), func(ctx context.Context, tr Transfer) error {
-		return take(ctx, t.cfg.store, ev, id, tr)
+		return take(ctx, t.cfg.store, ev, id, tr, nil)
 	}, func(ctx context.Context, tr Transfer) error {
 		_, err := person.Take(ctx, human.Handover{Conversation: tr.Conversation, Owner: tr.owner(), User: tr.User,
 			ReplyTo: tr.ReplyTo, History: briefing(id, tr, filter(id, tr))})

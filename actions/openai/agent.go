@@ -63,6 +63,10 @@ type Agent struct {
 	turns   chan struct{} // one token per turn under way
 	catalog catalog
 
+	maxResumes int           // see Resumes
+	maxTurnAge time.Duration // see Resumes
+	resume     resumer       // the pending turns taken up when the agent joined its space
+
 	usageMu sync.Mutex
 	usage   *simplelru.LRU[string, Usage] // ConversationKey → what its turns used
 }
@@ -125,6 +129,10 @@ func New(id string, opts ...Option) (*Agent, error) {
 	}
 	if c.retriesSet {
 		a.retries, a.backoff = c.retries, c.backoff
+	}
+	a.maxResumes, a.maxTurnAge = DefaultMaxResumes, DefaultMaxTurnAge
+	if c.resumesSet {
+		a.maxResumes, a.maxTurnAge = c.maxResumes, c.maxTurnAge
 	}
 	if c.rediscoverSet {
 		a.every, a.settle = c.rediscover, c.settle
@@ -231,7 +239,11 @@ func (a *Agent) Continue(ctx context.Context, c Continuation) (string, error) {
 	if m := agency.MessageFrom(ctx); m != nil && replyTo == "" {
 		replyTo = m.ID
 	}
-	return a.serve(ctx, owner, c.Conversation, c.Partner, nil, replyTo, true, c.Data)
+	var id string
+	if m := agency.MessageFrom(ctx); m != nil {
+		id = m.ID
+	}
+	return a.serve(ctx, owner, c.Conversation, c.Partner, nil, replyTo, true, c.Data, id, nil)
 }
 
 func optOrEnv(opt *string, env string) string {

@@ -107,7 +107,8 @@ func (c *catalog) drop(id string) {
 type hooks struct{ a *Agent }
 
 // AfterAdd starts a survey of the space (see surveySpace), which the first
-// turn waits for, and runs the extensions' Added hooks. The survey runs
+// turn waits for, runs the extensions' Added hooks, and takes up the
+// turns a Journal holds pending (see resumePending). The survey runs
 // beside the agent: its answers do not wait for the agent to handle
 // messages.
 func (h hooks) AfterAdd(ctx context.Context) {
@@ -135,11 +136,14 @@ func (h hooks) AfterAdd(ctx context.Context) {
 			x.Added(ctx)
 		}
 	}
+	a.resumePending(ctx)
 }
 
-// BeforeRemove runs the extensions' Removing hooks, and ends the survey
-// made on joining if it still runs.
+// BeforeRemove stops the resumed turns under way (they stay pending),
+// runs the extensions' Removing hooks, and ends the survey made on joining
+// if it still runs.
 func (h hooks) BeforeRemove(ctx context.Context) {
+	h.a.stopResuming()
 	for _, x := range h.a.exts {
 		if x.Removing != nil {
 			x.Removing(ctx)

@@ -284,7 +284,8 @@ func (m *recordingMemory) Append(ctx context.Context, c string, msgs ...Message)
 }
 
 // The agent keeps history through its Memory: loaded once per turn, each
-// step appended as it is done (a call with its results together).
+// step appended as it is done: a reply with tool calls before the calls
+// are sent, their results together once they returned.
 func TestMemory(t *testing.T) {
 	f := newFixture(t,
 		openaitest.Step{ToolCalls: []openaitest.ToolCall{{Name: "Calculator__add", Arguments: `{"a":1,"b":2}`}}},
@@ -297,7 +298,7 @@ func TestMemory(t *testing.T) {
 	if _, err := f.sayIn(f.user, "c9", "1+2?"); err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"load User c9", "append User c9 user", "append User c9 assistant,tool", "append User c9 assistant"}
+	want := []string{"load User c9", "append User c9 user", "append User c9 assistant", "append User c9 tool", "append User c9 assistant"}
 	mem.mu.Lock()
 	defer mem.mu.Unlock()
 	if !slices.Equal(mem.calls, want) {

@@ -29,6 +29,11 @@
 // turn on a conversation another agent handed over: handoffs and plans are
 // built on these.
 //
+// With a [Journal] for memory (handoff.Memory is one), turns are written
+// ahead, and an agent built again on the same journal takes up the turns
+// a crash cut short when it joins its space: the question is answered,
+// and a tool call whose result was recorded is not sent again.
+//
 // docs/llm.md describes conversations, extensions, discovery, tool names,
 // model parameters, errors and configuration.
 package openai

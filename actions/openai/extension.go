@@ -75,8 +75,15 @@ type Turn struct {
 
 	agent *agency.Agent
 	llm   *Agent // nil for a Turn made outside an Agent
-	ended bool
-	then  []func(context.Context, *Turn)
+	// id is the id of the message that asked: the turn's tool calls'
+	// idempotency keys start with it.
+	id string
+	// pending is the turn as its Journal holds it (nil without one);
+	// resumed is set until a resumed turn's first step.
+	pending *PendingTurn
+	resumed bool
+	ended   bool
+	then    []func(context.Context, *Turn)
 }
 
 // End ends the turn once the current step is done: no further model call

@@ -59,6 +59,9 @@ type config struct {
 	stream                           func(context.Context, Chunk)
 	onUsage                          func(ctx context.Context, owner, conversation string, turn, sum Usage)
 	relays                           []string
+	resumesSet                       bool
+	maxResumes                       int
+	maxTurnAge                       time.Duration
 }
 
 func invalidf(format string, args ...any) error {

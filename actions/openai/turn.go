@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/seed72275b23/agency-go/agency"
 )
@@ -106,14 +107,17 @@ func (a *Agent) say(ctx context.Context, args SayArgs) (string, error) {
 		replyTo = "" // the value is the answer; no say back
 	}
 	user := &Message{Role: RoleUser, Name: partner, Content: args.Content}
-	return a.serve(ctx, owner, conv, partner, user, replyTo, !answered && !asTool, nil)
+	return a.serve(ctx, owner, conv, partner, user, replyTo, !answered && !asTool, nil, m.ID, nil)
 }
 
 // serve runs a turn of the conversation conv of owner, whose lock the
 // caller holds, after appending user (if any) to its history. Each answer is said to
 // partner when sayBack is set, with __meta__.in_reply_to replyTo (if any).
-// data is the turn's Data. It returns the last answer.
-func (a *Agent) serve(ctx context.Context, owner, conv, partner string, user *Message, replyTo string, sayBack bool, data any) (string, error) {
+// data is the turn's Data, id the id of the message that asked. With a
+// Journal for memory, the turn is written ahead (see Journal); resumed is
+// the pending turn a resume takes up again, nil for a new turn. It returns
+// the last answer.
+func (a *Agent) serve(ctx context.Context, owner, conv, partner string, user *Message, replyTo string, sayBack bool, data any, id string, resumed *PendingTurn) (string, error) {
 	select {
 	case a.turns <- struct{}{}:
 	case <-ctx.Done():
@@ -141,9 +145,42 @@ func (a *Agent) serve(ctx context.Context, owner, conv, partner string, user *Me
 		}
 	}
 
+	if id == "" {
+		id = agency.NewID()
+	}
 	key := ConversationKey(owner, conv)
+	t := &Turn{Conversation: conv, Owner: owner, Partner: partner, Data: data, agent: a.agent, llm: a, id: id}
+	j, _ := a.memory.(Journal)
 	history, err := a.memory.Load(ctx, key)
-	if err == nil && user != nil {
+	switch {
+	case err != nil:
+	case j != nil && resumed != nil:
+		t.pending, t.resumed = resumed, true
+	case j != nil:
+		p := PendingTurn{ID: id, Key: key, Owner: owner, Conversation: conv, Partner: partner, ReplyTo: replyTo,
+			SayBack: sayBack, Started: time.Now().UTC()}
+		if data != nil {
+			p.Data, _ = json.Marshal(data)
+		}
+		var msgs []Message
+		if user != nil {
+			msgs = append(msgs, *user)
+		}
+		err = j.Begin(ctx, p, msgs...)
+		switch {
+		case err == nil:
+			history = append(history, msgs...)
+			t.pending = &p
+		case errors.Is(err, ErrTurnPending) && user == nil:
+			// A Continue whose caller wrote the turn ahead itself, with
+			// the conversation it took over (a handoff does).
+			err, t.pending = nil, &p
+		case errors.Is(err, ErrTurnPending):
+			// The message came again: the pending turn answers it.
+			a.logger.Warn("openai: a message that asked again is answered by its pending turn", "agent", a.agent.ID(), "conversation", conv, "turn", id)
+			return "", nil
+		}
+	case user != nil:
 		if err = a.memory.Append(ctx, key, *user); err == nil {
 			history = append(history, *user)
 		}
@@ -151,10 +188,10 @@ func (a *Agent) serve(ctx context.Context, owner, conv, partner string, user *Me
 	if err != nil {
 		err = fmt.Errorf("openai: the memory of conversation %q: %w", conv, err)
 	}
+	t.History = history
 	var answer string
 	var used Usage
 	if err == nil {
-		t := &Turn{Conversation: conv, Owner: owner, Partner: partner, History: history, Data: data, agent: a.agent, llm: a}
 		answer, used, err = a.turn(ctx, t, deliver)
 		if err == nil && tooLarge != nil {
 			err = tooLarge // the turn ends with the error, not in silence
@@ -162,18 +199,32 @@ func (a *Agent) serve(ctx context.Context, owner, conv, partner string, user *Me
 	}
 	a.account(ctx, owner, conv, used)
 	if err != nil && ctx.Err() != nil {
-		return "", err // the agent is being taken out of its space, or the caller gave up
+		return "", err // the agent is being taken out of its space (a pending turn stays so), or the caller gave up
 	}
 	if err != nil {
 		a.logger.Error("openai: turn failed", "agent", a.agent.ID(), "conversation", conv, "partner", partner, "error", err)
 		text := sorry(err)
 		deliver(text, nil)
+		a.forget(ctx, t)
 		if errors.Is(err, agency.ErrMessageTooLarge) {
 			return "", &agency.ActionError{Type: agency.ErrorResponseTooLarge, Text: text}
 		}
 		return "", errors.New(text)
 	}
+	a.forget(ctx, t)
 	return answer, nil
+}
+
+// forget ends the turn t in the Journal: its answer, or its error, is
+// said.
+func (a *Agent) forget(ctx context.Context, t *Turn) {
+	j, _ := a.memory.(Journal)
+	if j == nil || t.pending == nil {
+		return
+	}
+	if err := j.Finish(context.WithoutCancel(ctx), *t.pending); err != nil {
+		a.logger.Error("openai: a finished turn could not be forgotten; it will be said again after a restart", "agent", a.agent.ID(), "conversation", t.Conversation, "error", err)
+	}
 }
 
 // account adds a turn's usage to its conversation's and reports both.
@@ -210,13 +261,27 @@ func (a *Agent) turn(ctx context.Context, t *Turn, deliver func(string, map[stri
 		if err != nil {
 			return answer, used, err
 		}
-		t.Step++
-		reply, u, err := a.complete(ctx, t, a.chatRequest(t, &req, ts))
-		used = used.plus(u)
-		if err != nil {
-			return answer, used, err
+		reply, sent := unanswered(t.History)
+		if !t.resumed || !sent {
+			t.Step++
+			var u Usage
+			reply, u, err = a.complete(ctx, t, a.chatRequest(t, &req, ts))
+			used = used.plus(u)
+			if err != nil {
+				return answer, used, err
+			}
+			reply.Name = a.agent.ID()
+			if len(reply.ToolCalls) > 0 {
+				// Written ahead: the calls are in the history before they
+				// are sent, so that none is hidden after a crash.
+				if err := a.record(ctx, t, reply); err != nil {
+					return answer, used, err
+				}
+			}
 		}
-		reply.Name = a.agent.ID()
+		// A resumed turn whose last reply's calls have no results sends
+		// them again, with the same keys; that is done once.
+		t.resumed = false
 
 		if len(reply.ToolCalls) == 0 {
 			ans := &Answer{Text: reply.Content}
@@ -228,6 +293,11 @@ func (a *Agent) turn(ctx context.Context, t *Turn, deliver func(string, map[stri
 				}
 			}
 			reply.Content = ans.Text
+			if t.pending != nil && !(ans.Again && t.Step < a.maxSteps && !t.ended) {
+				p := *t.pending
+				p.Answered, p.Answer, p.AnswerMeta = true, ans.Text, ans.Meta
+				t.pending = &p
+			}
 			if err := a.record(ctx, t, reply); err != nil {
 				return answer, used, err
 			}
@@ -247,7 +317,7 @@ func (a *Agent) turn(ctx context.Context, t *Turn, deliver func(string, map[stri
 		if err != nil {
 			return answer, used, err
 		}
-		if err := a.record(ctx, t, append([]Message{reply}, results...)...); err != nil {
+		if err := a.record(ctx, t, results...); err != nil {
 			return answer, used, err
 		}
 		if t.ended {
@@ -256,6 +326,11 @@ func (a *Agent) turn(ctx context.Context, t *Turn, deliver func(string, map[stri
 		}
 	}
 	note := fmt.Sprintf("Sorry, I reached my limit of %d steps before I had an answer. Ask me to go on if you want me to continue.", a.maxSteps)
+	if t.pending != nil {
+		p := *t.pending
+		p.Answered, p.Answer, p.AnswerMeta = true, note, nil
+		t.pending = &p
+	}
 	if err := a.record(ctx, t, Message{Role: RoleAssistant, Name: a.agent.ID(), Content: note}); err != nil {
 		return answer, used, err
 	}
@@ -292,9 +367,16 @@ func (a *Agent) prepare(ctx context.Context, t *Turn) (req Request, owner []int,
 	return req, owner, nil
 }
 
-// record appends msgs to the turn's history and to the memory.
+// record appends msgs to the turn's history and to the memory; with a
+// Journal, it writes the pending turn as it stands too, in the same write.
 func (a *Agent) record(ctx context.Context, t *Turn, msgs ...Message) error {
-	if err := a.memory.Append(ctx, ConversationKey(t.Owner, t.Conversation), msgs...); err != nil {
+	var err error
+	if j, ok := a.memory.(Journal); ok && t.pending != nil {
+		err = j.Record(ctx, *t.pending, msgs...)
+	} else {
+		err = a.memory.Append(ctx, ConversationKey(t.Owner, t.Conversation), msgs...)
+	}
+	if err != nil {
 		return fmt.Errorf("openai: the memory of conversation %q: %w", t.Conversation, err)
 	}
 	t.History = append(t.History, msgs...)
@@ -345,7 +427,7 @@ func (a *Agent) runCalls(ctx context.Context, t *Turn, ts toolSet, reply Message
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			done[i] <- a.call(ctx, t.Conversation, k, tc, reply.Content, meta)
+			done[i] <- a.call(ctx, t.Conversation, k, tc, t.callKey(tc), reply.Content, meta)
 		}()
 	}
 	out := make([]Message, len(reply.ToolCalls))
@@ -401,7 +483,7 @@ func (a *Agent) callExtension(ctx context.Context, t *Turn, x Extension, tc Tool
 // call runs one call of a catalog tool as a Request and returns the
 // response and the tool's result: the JSON of the value, or a text that
 // starts with "error: " and the error's type.
-func (a *Agent) call(ctx context.Context, conv string, k toolKey, tc ToolCall, thoughts string, extra map[string]any) callResult {
+func (a *Agent) call(ctx context.Context, conv string, k toolKey, tc ToolCall, key, thoughts string, extra map[string]any) callResult {
 	args := json.RawMessage(strings.TrimSpace(tc.Arguments))
 	if len(args) == 0 {
 		args = json.RawMessage("{}")
@@ -410,9 +492,10 @@ func (a *Agent) call(ctx context.Context, conv string, k toolKey, tc ToolCall, t
 		text := fmt.Sprintf("the arguments of %s must be a JSON object, not %s", tc.Name, clip(string(args), 200))
 		return callResult{err: &agency.ActionError{Type: agency.ErrorInvalidArgs, Text: text}, content: "error: invalid_args: " + text}
 	}
-	meta := make(map[string]any, len(extra)+3)
+	meta := make(map[string]any, len(extra)+4)
 	maps.Copy(meta, extra)
 	meta[metaToolCall] = tc.ID
+	meta[IdempotencyKey] = key
 	meta[metaConversation] = conv
 	if thoughts != "" {
 		meta[metaThoughts] = thoughts

@@ -13,7 +13,11 @@ import (
 )
 
 // IdempotencyKey is the __meta__ key of the key a handler wrapped by
-// Idempotent runs once for. The coordinator sets it to the step's id.
+// Idempotent runs once for. The coordinator sets it to the step's id; an
+// LLM agent of actions/openai sets it on each tool call to a key made of
+// its turn's and the call's ids, the same when the call is sent again
+// after a crash (see openai.Journal). Idempotent serves any action so
+// called, not only plan steps.
 const IdempotencyKey = "idempotency_key"
 
 // claimTTL is how long a run holds its key without renewing the claim;

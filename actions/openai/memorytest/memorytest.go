@@ -10,6 +10,7 @@ package memorytest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -26,6 +27,51 @@ func Run(t *testing.T, newMemory func(t *testing.T) openai.Memory) {
 	t.Run("Replace", func(t *testing.T) { replace(t, newMemory(t)) })
 	t.Run("OwnersApart", func(t *testing.T) { ownersApart(t, newMemory(t)) })
 	t.Run("Concurrent", func(t *testing.T) { concurrent(t, newMemory(t)) })
+	if _, ok := newMemory(t).(openai.Journal); ok {
+		t.Run("Journal", func(t *testing.T) { journal(t, newMemory(t).(openai.Journal)) })
+	}
+}
+
+// A Journal (run when the memory is one) writes a pending turn with its
+// messages, refuses to begin it twice, keeps what Record writes, lists
+// the pending turns oldest first and forgets a finished one.
+func journal(t *testing.T, j openai.Journal) {
+	ctx := context.Background()
+	key := openai.ConversationKey("Ann", "c1")
+	p1 := openai.PendingTurn{ID: "m1", Key: key, Owner: "Ann", Conversation: "c1", Partner: "Ann", SayBack: true}
+	p2 := openai.PendingTurn{ID: "m2", Key: openai.ConversationKey("Bob", "c1"), Owner: "Bob", Conversation: "c1", Partner: "Bob"}
+	if err := j.Begin(ctx, p1, msg(openai.RoleUser, "q1")); err != nil {
+		t.Fatal(err)
+	}
+	if err := j.Begin(ctx, p2); err != nil {
+		t.Fatal(err)
+	}
+	if err := j.Begin(ctx, p1, msg(openai.RoleUser, "again")); !errors.Is(err, openai.ErrTurnPending) {
+		t.Errorf("Begin of a pending turn: %v, want ErrTurnPending", err)
+	}
+	p1.Answered, p1.Answer, p1.Resumes = true, "a1", 1
+	if err := j.Record(ctx, p1, msg(openai.RoleAssistant, "a1")); err != nil {
+		t.Fatal(err)
+	}
+	if got := load(t, j, key); !slices.Equal(got, []string{"q1", "a1"}) {
+		t.Errorf("history %q, want [q1 a1]", got)
+	}
+	ps, err := j.Pending(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ps) != 2 || ps[0].ID != "m1" || ps[1].ID != "m2" || !ps[0].Answered || ps[0].Answer != "a1" || ps[0].Resumes != 1 || ps[0].Key != key {
+		t.Errorf("pending %+v", ps)
+	}
+	if err := j.Finish(ctx, p1); err != nil {
+		t.Fatal(err)
+	}
+	if err := j.Finish(ctx, p1); err != nil {
+		t.Errorf("Finish of a turn no longer pending: %v", err)
+	}
+	if ps, err := j.Pending(ctx); err != nil || len(ps) != 1 || ps[0].ID != "m2" {
+		t.Errorf("pending after Finish: %+v, %v", ps, err)
+	}
 }
 
 func msg(role, content string) openai.Message {
