@@ -17,6 +17,10 @@ type rotation struct {
 	last  int   // index of the node handed out last; -1 before
 }
 
+// perm shuffles; tests that place processes on chosen nodes replace it
+// (export_test.go).
+var perm = rand.Perm
+
 func newRotation(nodes []node) *rotation {
 	return &rotation{nodes: nodes, last: -1}
 }
@@ -26,7 +30,7 @@ func (r *rotation) next() node {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if len(r.order) == 0 {
-		r.order = rand.Perm(len(r.nodes))
+		r.order = perm(len(r.nodes))
 		if len(r.order) > 1 && r.order[0] == r.last {
 			r.order[0], r.order[len(r.order)-1] = r.order[len(r.order)-1], r.order[0]
 		}
