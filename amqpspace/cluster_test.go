@@ -190,7 +190,7 @@ func newClusterSpace(t *testing.T, urls []string, ex string) *amqpspace.Space {
 func checkClusterRun(t *testing.T, children []*clusterChild, durable bool) {
 	t.Helper()
 	outcomes := map[string]int{}
-	sent := map[string]bool{}  // "from to seq" confirmed by the broker
+	sent := map[string]bool{} // "from to seq" confirmed by the broker
 	noted := map[string]int{} // "from to seq" handled by the receiver
 	var twice, late int
 	for _, ch := range children {
@@ -434,9 +434,13 @@ func TestClusterChild(t *testing.T) {
 }
 
 // lateHook reports responses that come after a Request returned.
-type lateHook struct{ answered func(parent string, late bool) }
+type lateHook struct {
+	answered func(parent string, late bool)
+}
 
-func (h lateHook) HandleActionValue(_ context.Context, m *agency.Message) { h.answered(m.ParentID, true) }
+func (h lateHook) HandleActionValue(_ context.Context, m *agency.Message) {
+	h.answered(m.ParentID, true)
+}
 func (h lateHook) HandleActionError(_ context.Context, m *agency.Message, _ *agency.ActionError) {
 	h.answered(m.ParentID, true)
 }

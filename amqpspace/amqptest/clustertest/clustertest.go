@@ -74,9 +74,9 @@ func (c *Cluster) URLs() []string {
 // runner runs the installation's programs as the broker's user.
 type runner struct {
 	server, ctlPath string
-	cred        *syscall.Credential // nil: as we are
-	uid, gid    int
-	home        string
+	cred            *syscall.Credential // nil: as we are
+	uid, gid        int
+	home            string
 }
 
 func findRunner() (runner, error) {
