@@ -33,11 +33,17 @@ func (s *Space) queueArgs() (durable bool, args amqp.Table) {
 // expires or an operator deletes it: nothing queued is thrown away.
 func (s *Space) declareQueue(sub *subscription, q string, existing bool) error {
 	durable, args := s.queueArgs()
+	// A quorum queue counts the consumers of a connection lost with its
+	// node (suspected down) until that node is back: on a reconnect, the
+	// agent's own consumer of before is among them, and refusing the queue
+	// for it would keep the agent out for as long as the node is down. A
+	// fresh Add still refuses a queue with consumers.
+	ownGhost := existing && s.cfg.Durable
 	check := func(got amqp.Queue, err error) error {
 		if err != nil {
 			return err
 		}
-		if got.Consumers > 0 {
+		if got.Consumers > 0 && !ownGhost {
 			return &amqp.Error{Code: amqp.AccessRefused, Reason: "the queue has a consumer"}
 		}
 		return nil
