@@ -46,6 +46,12 @@ type Config struct {
 	// for TLS. Empty means DefaultURL. Special characters in the user name
 	// or password must be percent-encoded.
 	URL string
+	// URLs lists the nodes of one RabbitMQ cluster, in place of URL
+	// (setting both is an error). The space connects to one of them, in a
+	// shuffled order, and when it loses that node it reconnects to another
+	// (see Durable for what a lost node costs). All must name the same
+	// vhost and, with TLS set, be amqps://.
+	URLs []string
 	// Exchange is the durable topic exchange every process of one space
 	// shares. Empty means DefaultExchange. Names starting with "amq." are
 	// the broker's own and refused.
@@ -83,10 +89,17 @@ type Config struct {
 	// be behind it. 0 means DefaultMaxPendingBytes; at least
 	// MaxMessageSize.
 	MaxPendingBytes int64
-	// Durable makes the messages the space publishes persistent: the
-	// broker writes them to disk before it confirms them, and those still
-	// queued survive a restart of the broker (the queues always do). It
-	// costs throughput (see docs/amqp.md). Off by default.
+	// Durable makes the messages the space publishes persistent, and its
+	// agents' queues quorum queues (x-queue-type: quorum): the broker
+	// writes a message to disk, on a majority of a cluster's nodes, before
+	// it confirms it, and what is queued survives a restart of the broker
+	// or the loss of a minority of its nodes. Without it the queues are
+	// transient classic queues, which live on one node: a restart or the
+	// loss of that node drops them with what they hold, and the agents
+	// declare them again on the node they reconnect to. A queue's type is
+	// decided by the receiving process, a message's persistence by the
+	// sending one: every process of one space should use the same
+	// setting. It costs throughput (see docs/amqp.md). Off by default.
 	Durable bool
 	// PublishTimeout bounds the wait for the broker's confirmation of a
 	// message, unless the sender's context ends earlier.
@@ -110,10 +123,12 @@ type Config struct {
 }
 
 // ConfigFromEnv reads the broker's address from the environment: AMQP_URL,
-// or else AMQP_HOST, AMQP_PORT, AMQP_USERNAME, AMQP_PASSWORD and
-// AMQP_VHOST (each defaulting to localhost, 5672, guest, guest and "/").
-// Setting AMQP_URL together with any of the others is an error: one of them
-// would be ignored. For TLS, give an amqps:// AMQP_URL. AMQP_INTEROP sets
+// or AMQP_URLS (the nodes of a cluster, see Config.URLs: URLs separated by
+// commas, a comma in a password percent-encoded as %2C), or else
+// AMQP_HOST, AMQP_PORT, AMQP_USERNAME, AMQP_PASSWORD and AMQP_VHOST (each
+// defaulting to localhost, 5672, guest, guest and "/"). Setting more than
+// one of these forms is an error: one of them would be ignored. For TLS,
+// give amqps:// URLs. AMQP_INTEROP sets
 // Config.Interop: "operand-agency" to share the exchange with
 // operand/agency (Python) agents, or unset.
 func ConfigFromEnv() (Config, error) {
@@ -121,18 +136,34 @@ func ConfigFromEnv() (Config, error) {
 	if err := c.interopFromEnv(); err != nil { // interop.go
 		return Config{}, err
 	}
-	if u := os.Getenv("AMQP_URL"); u != "" {
+	u, us := os.Getenv("AMQP_URL"), os.Getenv("AMQP_URLS")
+	if u != "" || us != "" {
 		var both []string
-		for _, k := range []string{"AMQP_HOST", "AMQP_PORT", "AMQP_USERNAME", "AMQP_PASSWORD", "AMQP_VHOST"} {
-			if os.Getenv(k) != "" {
+		for _, k := range []string{"AMQP_URLS", "AMQP_HOST", "AMQP_PORT", "AMQP_USERNAME", "AMQP_PASSWORD", "AMQP_VHOST"} {
+			if os.Getenv(k) != "" && (u != "" || k != "AMQP_URLS") {
 				both = append(both, k)
 			}
 		}
 		if len(both) > 0 {
-			return Config{}, fmt.Errorf("%w: AMQP_URL is set together with %s; set one or the other",
-				ErrInvalidConfig, strings.Join(both, ", "))
+			given := "AMQP_URL"
+			if u == "" {
+				given = "AMQP_URLS"
+			}
+			return Config{}, fmt.Errorf("%w: %s is set together with %s; set one or the other",
+				ErrInvalidConfig, given, strings.Join(both, ", "))
 		}
-		c.URL = u
+		if u != "" {
+			c.URL = u
+			return c, nil
+		}
+		for _, one := range strings.Split(us, ",") {
+			if one = strings.TrimSpace(one); one != "" {
+				c.URLs = append(c.URLs, one)
+			}
+		}
+		if len(c.URLs) == 0 {
+			return Config{}, fmt.Errorf("%w: AMQP_URLS=%q holds no URL", ErrInvalidConfig, us)
+		}
 		return c, nil
 	}
 	host := envOr("AMQP_HOST", "localhost")
@@ -146,17 +177,17 @@ func ConfigFromEnv() (Config, error) {
 	if strings.Contains(host, ":") && net.ParseIP(host) == nil {
 		return Config{}, fmt.Errorf("%w: AMQP_HOST=%q: give the port in AMQP_PORT", ErrInvalidConfig, host)
 	}
-	u := url.URL{
+	addr := url.URL{
 		Scheme: "amqp",
 		User:   url.UserPassword(envOr("AMQP_USERNAME", "guest"), envOr("AMQP_PASSWORD", "guest")),
 		Host:   net.JoinHostPort(host, port),
 		Path:   "/",
 	}
 	if v := os.Getenv("AMQP_VHOST"); v != "" && v != "/" {
-		u.Path = "/" + v
-		u.RawPath = "/" + url.PathEscape(v)
+		addr.Path = "/" + v
+		addr.RawPath = "/" + url.PathEscape(v)
 	}
-	c.URL = u.String()
+	c.URL = addr.String()
 	return c, nil
 }
 
@@ -170,26 +201,40 @@ func envOr(key, def string) string {
 // settings is a validated Config with its defaults filled in.
 type settings struct {
 	Config
+	nodes []node // URLs, or URL alone; at least one
+}
+
+// node is one address of the broker.
+type node struct {
+	url string // as configured, for redact
 	uri amqp.URI
 }
 
 // check fills in c's defaults and reports the first setting that cannot
 // work.
 func (c Config) check() (settings, error) {
-	if c.URL == "" {
+	urls := c.URLs
+	switch {
+	case c.URL != "" && len(urls) > 0:
+		return settings{}, fmt.Errorf("%w: URL and URLs are both set; give every node in URLs", ErrInvalidConfig)
+	case len(urls) == 0 && c.URL == "":
 		c.URL = DefaultURL
+		fallthrough
+	case len(urls) == 0:
+		urls = []string{c.URL}
+	default:
+		c.URL = urls[0] // what messages name
 	}
-	uri, err := amqp.ParseURI(c.URL)
-	if err != nil {
-		// The parser's message quotes the URL, password and all.
-		return settings{}, fmt.Errorf("%w: URL %q is not an AMQP URL (amqp://user:password@host:port/vhost, or amqps://; percent-encode special characters in the user name and password): %s",
-			ErrInvalidConfig, redact(c.URL), scrub(err.Error(), c.URL))
-	}
-	if uri.Port < 1 || uri.Port > 65535 {
-		return settings{}, fmt.Errorf("%w: URL %q: port %d is outside 1-65535", ErrInvalidConfig, redact(c.URL), uri.Port)
-	}
-	if c.TLS != nil && uri.Scheme != "amqps" {
-		return settings{}, fmt.Errorf("%w: TLS is set but URL %q is not amqps://", ErrInvalidConfig, redact(c.URL))
+	nodes := make([]node, 0, len(urls))
+	for _, raw := range urls {
+		n, err := checkURL(raw, c.TLS != nil)
+		if err != nil {
+			return settings{}, err
+		}
+		if len(nodes) > 0 && n.uri.Vhost != nodes[0].uri.Vhost {
+			return settings{}, fmt.Errorf("%w: URLs %q and %q name different vhosts; the nodes of one space share one", ErrInvalidConfig, redact(nodes[0].url), redact(raw))
+		}
+		nodes = append(nodes, n)
 	}
 	if c.Exchange == "" {
 		c.Exchange = DefaultExchange
@@ -239,7 +284,24 @@ func (c Config) check() (settings, error) {
 	if err := checkInterop(c.Interop); err != nil { // interop.go
 		return settings{}, err
 	}
-	return settings{Config: c, uri: uri}, nil
+	return settings{Config: c, nodes: nodes}, nil
+}
+
+// checkURL parses one broker address.
+func checkURL(raw string, withTLS bool) (node, error) {
+	uri, err := amqp.ParseURI(raw)
+	if err != nil {
+		// The parser's message quotes the URL, password and all.
+		return node{}, fmt.Errorf("%w: URL %q is not an AMQP URL (amqp://user:password@host:port/vhost, or amqps://; percent-encode special characters in the user name and password): %s",
+			ErrInvalidConfig, redact(raw), scrub(err.Error(), raw))
+	}
+	if uri.Port < 1 || uri.Port > 65535 {
+		return node{}, fmt.Errorf("%w: URL %q: port %d is outside 1-65535", ErrInvalidConfig, redact(raw), uri.Port)
+	}
+	if withTLS && uri.Scheme != "amqps" {
+		return node{}, fmt.Errorf("%w: TLS is set but URL %q is not amqps://", ErrInvalidConfig, redact(raw))
+	}
+	return node{url: raw, uri: uri}, nil
 }
 
 // checkExchange refuses exchange names the broker would refuse, or that

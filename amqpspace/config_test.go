@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -39,6 +40,10 @@ func TestNewRefusesBadConfig(t *testing.T) {
 		{"message size too large", amqpspace.Config{MaxMessageSize: 129 << 20}, "MaxMessageSize"},
 		{"negative publish timeout", amqpspace.Config{PublishTimeout: -time.Second}, "PublishTimeout"},
 		{"queue expiry too short", amqpspace.Config{QueueExpiry: time.Millisecond}, "QueueExpiry"},
+		{"URL and URLs", amqpspace.Config{URL: "amqp://a/", URLs: []string{"amqp://b/"}}, "URLs"},
+		{"URLs with another vhost", amqpspace.Config{URLs: []string{"amqp://a/one", "amqp://b/two"}}, "vhost"},
+		{"one of URLs bad", amqpspace.Config{URLs: []string{"amqp://a/", "amqp://user:s3cret@b:99999/"}}, "URL"},
+		{"TLS with an amqp:// node", amqpspace.Config{URLs: []string{"amqps://a/", "amqp://b/"}, TLS: &tls.Config{}}, "amqps"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -118,6 +123,46 @@ func TestConfigFromEnv(t *testing.T) {
 	}
 }
 
+// AMQP_URLS lists the nodes of a cluster, comma-separated.
+func TestConfigFromEnvURLs(t *testing.T) {
+	clearEnv(t)
+	t.Setenv("AMQP_URLS", " amqp://u:p%2Cq@n1:5681/v , amqp://u:p%2Cq@n2:5682/v,")
+	cfg, err := amqpspace.ConfigFromEnv()
+	if err != nil {
+		t.Fatalf("ConfigFromEnv: %v", err)
+	}
+	want := []string{"amqp://u:p%2Cq@n1:5681/v", "amqp://u:p%2Cq@n2:5682/v"}
+	if cfg.URL != "" || !slices.Equal(cfg.URLs, want) {
+		t.Errorf("URL %q, URLs %q; want no URL, URLs %q", cfg.URL, cfg.URLs, want)
+	}
+	if u, err := amqp.ParseURI(cfg.URLs[1]); err != nil || u.Password != "p,q" || u.Port != 5682 {
+		t.Errorf("URLs[1] parses as %+v, %v", u, err)
+	}
+}
+
+// A space given several nodes connects to one that answers, whichever
+// comes first in its shuffled order, and says which in its error when none
+// does.
+func TestNewTriesEveryNode(t *testing.T) {
+	live := brokerURL(t)
+	dead := "amqp://guest:guest@127.0.0.1:1/"
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for range 6 { // either order, with a probability of 1-2^-6
+		s, err := amqpspace.New(ctx, amqpspace.Config{URLs: []string{dead, live}, Exchange: testExchange(t)})
+		if err != nil {
+			t.Fatalf("New with a dead and a live node: %v", err)
+		}
+		if err := s.Close(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, err := amqpspace.New(ctx, amqpspace.Config{URLs: []string{dead, "amqp://guest:guest@127.0.0.1:2/"}})
+	if !errors.Is(err, amqpspace.ErrDisconnected) || !strings.Contains(err.Error(), "127.0.0.1:1") || !strings.Contains(err.Error(), "127.0.0.1:2") {
+		t.Errorf("New with two dead nodes: %v, want ErrDisconnected naming both", err)
+	}
+}
+
 func TestConfigFromEnvRefuses(t *testing.T) {
 	tests := []struct {
 		name string
@@ -125,6 +170,9 @@ func TestConfigFromEnvRefuses(t *testing.T) {
 		want string
 	}{
 		{"URL and parts", map[string]string{"AMQP_URL": "amqp://localhost/", "AMQP_HOST": "other"}, "AMQP_HOST"},
+		{"URL and URLS", map[string]string{"AMQP_URL": "amqp://localhost/", "AMQP_URLS": "amqp://a/,amqp://b/"}, "AMQP_URLS"},
+		{"URLS and parts", map[string]string{"AMQP_URLS": "amqp://a/,amqp://b/", "AMQP_PORT": "5672"}, "AMQP_PORT"},
+		{"URLS empty", map[string]string{"AMQP_URLS": " , "}, "AMQP_URLS"},
 		{"port not a number", map[string]string{"AMQP_PORT": "amqp"}, "AMQP_PORT"},
 		{"port out of range", map[string]string{"AMQP_PORT": "70000"}, "AMQP_PORT"},
 		{"host with a path", map[string]string{"AMQP_HOST": "host/vhost"}, "AMQP_HOST"},
@@ -154,7 +202,7 @@ func TestNewFromEnvBadURL(t *testing.T) {
 }
 
 func clearEnv(t *testing.T) {
-	for _, k := range []string{"AMQP_URL", "AMQP_HOST", "AMQP_PORT", "AMQP_USERNAME", "AMQP_PASSWORD", "AMQP_VHOST"} {
+	for _, k := range []string{"AMQP_URL", "AMQP_URLS", "AMQP_HOST", "AMQP_PORT", "AMQP_USERNAME", "AMQP_PASSWORD", "AMQP_VHOST"} {
 		t.Setenv(k, "")
 	}
 }

@@ -16,8 +16,8 @@
 // queue is bound for fails at once with agency.ErrNoRecipient, and a Send
 // to one is reported to the sender's ErrorHandler (the broker returns the
 // mandatory message). A message with a deadline expires in the broker when
-// the deadline passes. Messages are transient, or persistent with
-// Config.Durable. A message is acknowledged once its agent takes it
+// the deadline passes. Messages are transient in transient classic
+// queues, or persistent in quorum queues with Config.Durable. A message is acknowledged once its agent takes it
 // (starts handling it), and Config.Prefetch bounds what an agent holds
 // that it has not taken: a slow agent's backlog waits in the broker.
 // Config.MaxPendingBytes bounds the same in bytes across all the agents of
@@ -27,7 +27,9 @@
 // again and the agents' queues consumed again (declared and bound afresh
 // where they have gone). While the space is
 // disconnected, Send, Request and Add fail at once with ErrDisconnected,
-// and so do the Requests that were waiting for a response.
+// and so do the Requests that were waiting for a response. Config.URLs
+// names the nodes of a RabbitMQ cluster: the space connects to one, and to
+// another when it loses it.
 //
 // Wire input that is not a valid message is answered with an "[error]"
 // message of type invalid_args, of at most 4 KiB, where a sender can be

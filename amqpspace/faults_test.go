@@ -367,14 +367,17 @@ func TestFaultIDTakenMeanwhile(t *testing.T) {
 }
 
 // With Config.Durable the messages a space publishes survive a restart of
-// the broker while they wait in a queue; without it they are lost with it
-// (the queues themselves are durable either way). Each receiver is busy
-// and takes one message at a time (Prefetch 1), so that what is sent to it
-// waits in the broker when the broker goes down.
+// the broker while they wait in a queue; without it they are lost with it.
+// A message's persistence is the sender's setting, its queue's type (a
+// quorum queue with Durable, a transient classic queue without) the
+// receiver's: the durable sender's receiver is in a Durable space too.
+// Each receiver is busy and takes one message at a time (Prefetch 1), so
+// that what is sent to it waits in the broker when the broker goes down.
 func TestFaultDurableSurvivesRestart(t *testing.T) {
 	const n = 20
 	ex := testExchange(t)
 	receivers := newSpace(t, amqpspace.Config{Exchange: ex, Prefetch: 1})
+	durableReceivers := newSpace(t, amqpspace.Config{Exchange: ex, Prefetch: 1, Durable: true})
 	durable := newSpace(t, amqpspace.Config{Exchange: ex, Durable: true})
 	transient := newSpace(t, amqpspace.Config{Exchange: ex})
 
@@ -408,7 +411,8 @@ func TestFaultDurableSurvivesRestart(t *testing.T) {
 		return r
 	}
 	keep, lose := newReceiver("Keep"), newReceiver("Lose")
-	addAll(t, receivers, keep.agent, lose.agent)
+	addAll(t, durableReceivers, keep.agent)
+	addAll(t, receivers, lose.agent)
 	fromDurable, fromTransient := agency.MustNewAgent(randomName("Durable")), agency.MustNewAgent(randomName("Transient"))
 	addAll(t, durable, fromDurable)
 	addAll(t, transient, fromTransient)

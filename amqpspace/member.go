@@ -237,27 +237,10 @@ func (mem *member) consumeQueues(sess *session, existing bool) (*subscription, e
 		}
 		return nil, fmt.Errorf("amqpspace: subscribing %q: %w", mem.id, err)
 	}
-	args := amqp.Table{"x-expires": s.cfg.QueueExpiry.Milliseconds()}
-	err = sub.op(func(ch *amqp.Channel) error {
-		for _, q := range mem.queues() {
-			declare := ch.QueueDeclare
-			if existing {
-				declare = ch.QueueDeclarePassive
-			}
-			got, err := declare(q, true, false, false, false, args)
-			if err != nil {
-				return err
-			}
-			if got.Consumers > 0 {
-				// What consuming it exclusively would meet, closing
-				// the channel other agents consume on.
-				return &amqp.Error{Code: amqp.AccessRefused, Reason: "the queue has a consumer"}
-			}
+	for _, q := range mem.queues() {
+		if err := s.declareQueue(sub, q, existing); err != nil {
+			return fail(err)
 		}
-		return nil
-	})
-	if err != nil {
-		return fail(err)
 	}
 	for i, q := range mem.queues() {
 		// A consumer that got in since (another process adding the

@@ -28,6 +28,7 @@ import (
 // dead as a whole and the supervisor builds a new one.
 type session struct {
 	s       *Space
+	node    node // the broker's address: every connection of a session goes to one node
 	pubConn *amqp.Connection
 	pub     *publisher
 
@@ -139,12 +140,12 @@ const frameSize = 128 << 10
 
 // dial opens a session, with one consuming connection, and declares the
 // exchange.
-func (s *Space) dial() (*session, error) {
-	pubConn, _, err := s.open("publish", false)
+func (s *Space) dial(n node) (*session, error) {
+	pubConn, _, err := s.open(n, "publish", false)
 	if err != nil {
 		return nil, err
 	}
-	sess := &session{s: s, pubConn: pubConn, dead: make(chan struct{})}
+	sess := &session{s: s, node: n, pubConn: pubConn, dead: make(chan struct{})}
 	sess.subMu.Lock()
 	sess.watch(pubConn)
 	_, err = sess.addConsumer()
@@ -204,10 +205,10 @@ func (s *Space) dial() (*session, error) {
 // open opens a connection to the broker, with a gate in front of it when
 // it is to consume. The space does the TLS handshake itself, so that the
 // gate reads AMQP frames, not ciphertext.
-func (s *Space) open(role string, gated bool) (*amqp.Connection, *gate, error) {
-	uri := s.cfg.uri
+func (s *Space) open(n node, role string, gated bool) (*amqp.Connection, *gate, error) {
+	uri := n.uri
 	fail := func(err error) (*amqp.Connection, *gate, error) {
-		return nil, nil, fmt.Errorf("%w: %s: %v", ErrDisconnected, redact(s.cfg.URL), err)
+		return nil, nil, fmt.Errorf("%w: %s: %v", ErrDisconnected, redact(n.url), err)
 	}
 	raw, err := net.DialTimeout("tcp", net.JoinHostPort(uri.Host, strconv.Itoa(uri.Port)), dialTimeout)
 	if err != nil {
@@ -218,7 +219,7 @@ func (s *Space) open(role string, gated bool) (*amqp.Connection, *gate, error) {
 	_ = raw.SetDeadline(time.Now().Add(dialTimeout))
 	conn := raw
 	if uri.Scheme == "amqps" {
-		conf, err := s.tlsConfig()
+		conf, err := s.tlsConfig(uri)
 		if err != nil {
 			raw.Close()
 			return nil, nil, err
@@ -238,7 +239,7 @@ func (s *Space) open(role string, gated bool) (*amqp.Connection, *gate, error) {
 	sasl, err := saslFor(uri)
 	if err != nil {
 		conn.Close()
-		return nil, nil, fmt.Errorf("%w: URL %q: %v", ErrInvalidConfig, redact(s.cfg.URL), err)
+		return nil, nil, fmt.Errorf("%w: URL %q: %v", ErrInvalidConfig, redact(n.url), err)
 	}
 	c, err := amqp.Open(conn, amqp.Config{
 		SASL:       sasl,
@@ -261,8 +262,7 @@ func (s *Space) open(role string, gated bool) (*amqp.Connection, *gate, error) {
 // tlsConfig is Config.TLS, or what the URL says (its cacertfile, certfile,
 // keyfile and server_name_indication parameters) with the system's roots,
 // and the URL's host as the server name unless one is given.
-func (s *Space) tlsConfig() (*tls.Config, error) {
-	uri := s.cfg.uri
+func (s *Space) tlsConfig(uri amqp.URI) (*tls.Config, error) {
 	var conf *tls.Config
 	if s.cfg.TLS != nil {
 		conf = s.cfg.TLS.Clone()
@@ -341,7 +341,7 @@ func closeError(e *amqp.Error) error {
 // addConsumer opens one more consuming connection. The caller holds subMu,
 // or is dial.
 func (sess *session) addConsumer() (*consumerConn, error) {
-	conn, g, err := sess.s.open("consume", true)
+	conn, g, err := sess.s.open(sess.node, "consume", true)
 	if err != nil {
 		return nil, err
 	}
@@ -374,7 +374,7 @@ func (sess *session) reserve(n int) error {
 	res := make(chan opened, need)
 	for range need {
 		go func() {
-			c, g, err := sess.s.open("consume", true)
+			c, g, err := sess.s.open(sess.node, "consume", true)
 			res <- opened{c, g, err}
 		}()
 	}
@@ -563,7 +563,8 @@ func (s *Space) supervise(sess *session) {
 			return
 		}
 		s.sess.CompareAndSwap(sess, nil)
-		s.log.Warn("amqpspace: lost the broker; reconnecting", "error", sess.err)
+		s.nodes.lost()
+		s.log.Warn("amqpspace: lost the broker; reconnecting", "node", redact(sess.node.url), "error", sess.err)
 		s.failRequests(sess.err)
 		sess.wg.Wait() // its publisher is done before the next one starts
 		lostAt := time.Now()
@@ -574,15 +575,20 @@ func (s *Space) supervise(sess *session) {
 			case <-s.closing:
 				return
 			}
-			next, err := s.reconnect()
+			n := s.nodes.next()
+			next, err := s.reconnect(n)
 			if err == nil {
 				sess = next
-				s.log.Info("amqpspace: reconnected", "attempt", attempt, "outage", time.Since(lostAt).Round(time.Millisecond))
+				s.log.Info("amqpspace: reconnected", "node", redact(n.url), "attempt", attempt, "outage", time.Since(lostAt).Round(time.Millisecond))
 				delay = backoffFirst
 				break
 			}
-			s.log.Warn("amqpspace: reconnect failed", "attempt", attempt, "error", err)
-			delay = min(2*delay, backoffMax)
+			s.log.Warn("amqpspace: reconnect failed", "node", redact(n.url), "attempt", attempt, "error", err)
+			// Another node of a cluster is tried as soon: the wait grows
+			// once a round of them has failed.
+			if attempt%s.nodes.size() == 0 {
+				delay = min(2*delay, backoffMax)
+			}
 		}
 	}
 }
@@ -602,8 +608,8 @@ func (s *Space) failRequests(cause error) {
 // works as soon as the connections are up (until then Send and Request
 // fail at once), and Add and Remove do not wait for the others either:
 // each agent is subscribed again under a lock of its own.
-func (s *Space) reconnect() (*session, error) {
-	sess, err := s.dial()
+func (s *Space) reconnect(n node) (*session, error) {
+	sess, err := s.dial(n)
 	if err != nil {
 		return nil, err
 	}

@@ -75,6 +75,7 @@ type Space struct {
 	sessMu sync.Mutex              // orders storing a new session with Close
 
 	budget *budget // what the agents hold of their input; see gate.go
+	nodes  *rotation
 
 	mu      sync.Mutex
 	agents  map[string]*member
@@ -107,6 +108,7 @@ func New(ctx context.Context, cfg Config) (*Space, error) {
 		closing: make(chan struct{}),
 		budget:  newBudget(set.MaxPendingBytes, set.Logger),
 		py:      newPyState(set.Interop),
+		nodes:   newRotation(set.nodes),
 	}
 	type dialed struct {
 		sess *session
@@ -114,8 +116,17 @@ func New(ctx context.Context, cfg Config) (*Space, error) {
 	}
 	res := make(chan dialed, 1)
 	go func() {
-		sess, err := s.dial()
-		res <- dialed{sess, err}
+		// Each node once, until one answers.
+		var errs []error
+		for range s.nodes.size() {
+			sess, err := s.dial(s.nodes.next())
+			if err == nil || !errors.Is(err, ErrDisconnected) {
+				res <- dialed{sess, err}
+				return
+			}
+			errs = append(errs, err)
+		}
+		res <- dialed{nil, errors.Join(errs...)}
 	}()
 	var sess *session
 	select {
