@@ -9,6 +9,7 @@ type pendingRequest struct {
 	id   string      // the request's message id
 	from string      // the recipient: only its response answers the request
 	ch   chan answer // buffered for exactly one answer
+	st   *stream     // for a Stream, where its parts go; nil for a Request
 }
 
 // pendingSet is the Requests of an agent waiting for their first
@@ -95,6 +96,24 @@ func (s *pendingSet) takeMapped(id, from string, ch chan answer) chan answer {
 	return p.ch
 }
 
+// find returns the request with the given id sent to the agent from,
+// leaving it in place.
+func (s *pendingSet) find(id, from string) (pendingRequest, bool) {
+	if s == nil {
+		return pendingRequest{}, false
+	}
+	if s.byID != nil {
+		p, ok := s.byID[id]
+		return p, ok && p.from == from
+	}
+	for _, p := range s.list {
+		if p.id == id {
+			return p, p.from == from
+		}
+	}
+	return pendingRequest{}, false
+}
+
 // drain removes every request, calling f for each.
 func (s *pendingSet) drain(f func(pendingRequest)) {
 	if s == nil {
@@ -122,7 +141,11 @@ type answer struct {
 // response the caller will read from the returned channel; or the error
 // that ends the wait instead (see FailRequests, and finish: once the agent
 // has left the space, at once).
-func (c *conn) await(id, from string) chan answer {
+func (c *conn) await(id, from string) chan answer { return c.awaitStream(id, from, nil) }
+
+// awaitStream is await for a request whose parts, if st is not nil, go to
+// st.
+func (c *conn) awaitStream(id, from string, st *stream) chan answer {
 	c.mu.Lock()
 	ch := c.spare
 	c.spare = nil
@@ -138,7 +161,7 @@ func (c *conn) await(id, from string) chan answer {
 	if c.pending == nil {
 		c.pending = &pendingSet{}
 	}
-	c.pending.put(pendingRequest{id: id, from: from, ch: ch})
+	c.pending.put(pendingRequest{id: id, from: from, ch: ch, st: st})
 	c.mu.Unlock()
 	// The response may come behind messages a space holds back until the
 	// agent takes them: take them all now, and all that come until forget.
