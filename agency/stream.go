@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"iter"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -86,8 +87,9 @@ type streams struct {
 // emitter is the sending side of one stream: an action that handles a
 // request asking for parts.
 type emitter struct {
-	msg    *Message
-	cancel context.CancelFunc // the action's context
+	msg      *Message
+	cancel   context.CancelFunc // the action's context
+	stopping atomic.Bool        // a [cancel] came: set without mu, which a part on its way holds
 
 	mu     sync.Mutex // held while a part is routed, so that parts go out in order
 	seq    uint32     // the parts sent so far
@@ -143,6 +145,9 @@ func (c *conn) emitterOf(m *Message) *emitter {
 func (em *emitter) emit(ctx context.Context, c *conn, part any) error {
 	em.mu.Lock()
 	defer em.mu.Unlock()
+	if em.closed == nil && em.stopping.Load() {
+		em.closed = fmt.Errorf("%w: %q stopped reading", ErrStreamClosed, em.msg.From)
+	}
 	if em.closed != nil {
 		return em.closed
 	}
@@ -208,11 +213,9 @@ func (c *conn) cancelled(m *Message) {
 	if em == nil {
 		return // answered already, or never asked
 	}
-	em.mu.Lock()
-	if em.closed == nil {
-		em.closed = fmt.Errorf("%w: %q stopped reading", ErrStreamClosed, m.From)
-	}
-	em.mu.Unlock()
+	// Not under em.mu: this runs on the goroutine that delivers the
+	// agent's messages, which must not wait for a part on its way.
+	em.stopping.Store(true)
 	em.cancel()
 }
 
