@@ -3,6 +3,8 @@ package amqpspace_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/seed72275b23/agency-go/agency"
@@ -44,5 +46,43 @@ func TestStreamPeerKilled(t *testing.T) {
 	}
 	if errors.Is(last, agency.ErrTimeout) || ctx.Err() != nil {
 		t.Fatalf("the stream waited for its deadline: %v", last)
+	}
+}
+
+// A caller that never asks for parts, on the wire, gets none: an
+// operand/agency agent (in the Python-compatible mode) and an agent of an
+// earlier release (this library's shape, without __meta__.stream) calling
+// an action that emits parts get its answer alone, as their next message.
+func TestNoPartsUnasked(t *testing.T) {
+	for _, mode := range []amqpspace.Interop{"", amqpspace.InteropOperandAgency} {
+		t.Run("mode="+string(mode), func(t *testing.T) {
+			ex := testExchange(t)
+			sp := newSpace(t, amqpspace.Config{Exchange: ex, Interop: mode})
+			w := agency.MustNewAgent(randomName("Writer"))
+			agency.Handle(w, "write", func(ctx context.Context, _ struct{}) (string, error) {
+				for _, p := range []string{"It ", "rains."} {
+					if err := agency.Emit(ctx, p); err != nil {
+						return "", err
+					}
+				}
+				return "It rains.", nil
+			})
+			addAll(t, sp, w)
+			probe := newProbe(t, ex)
+			for i := range 2 {
+				id := fmt.Sprintf("old-%d", i)
+				var body []byte
+				if mode == amqpspace.InteropOperandAgency {
+					body = pyMessage(fmt.Sprintf(`{"id": %q}`, id), probe.id, w.ID(), `{"name": "write", "args": {}}`)
+				} else {
+					body = fmt.Appendf(nil, `{"to": %q, "from": %q, "action": {"__meta__": {"id": %q}, "write": {}}}`, w.ID(), probe.id, id)
+				}
+				probe.publish(w.ID(), body, kombuProperties)
+				d := probe.next()
+				if strings.Contains(string(d.Body), agency.PartAction) || !strings.Contains(string(d.Body), agency.ResponseAction) || !strings.Contains(string(d.Body), id) {
+					t.Fatalf("request %s: the next message is %s; want its [response] alone", id, d.Body)
+				}
+			}
+		})
 	}
 }
