@@ -28,7 +28,6 @@ type conn struct {
 	gone     chan struct{}           // closed once the agent has left for good
 	pending  *pendingSet             // the Requests waiting for their response
 	surveys  map[string]*collector   // survey id → its collector, while Survey runs
-	streams  *streams                // the streams it serves and has stopped, made by the first
 	spare    chan answer             // a Request's channel, kept for the next one
 	waiting  atomic.Int32            // Requests and Surveys under way
 	left     atomic.Bool             // what closing gone says, read without mu

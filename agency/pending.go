@@ -19,6 +19,11 @@ type pendingRequest struct {
 type pendingSet struct {
 	list []pendingRequest
 	byID map[string]pendingRequest
+
+	// The streams the agent serves and has stopped, made by the first:
+	// kept here, with the requests, so that an agent that never streams
+	// (or never requests) holds no room for them.
+	streams *streams
 }
 
 // pendingMapAt is the number of waiting Requests from which they are kept

@@ -77,7 +77,7 @@ func Emit(ctx context.Context, part any) error {
 }
 
 // streams is what an agent keeps for its streams, made when the first
-// starts, guarded by conn.mu.
+// starts (in its pendingSet), guarded by conn.mu.
 type streams struct {
 	serving []*emitter // the streams of the actions running now
 	stray   [8]string  // the streams whose stray parts were answered with [cancel], most recent last
@@ -102,21 +102,19 @@ func (c *conn) serve(base context.Context, m *Message) (ctx *actionContext, end 
 	cctx, cancel := context.WithCancel(base)
 	em := &emitter{msg: m, cancel: cancel}
 	c.mu.Lock()
-	if c.streams == nil {
-		c.streams = new(streams)
-	}
-	c.streams.serving = append(c.streams.serving, em)
+	st := c.streamsLocked()
+	st.serving = append(st.serving, em)
 	c.mu.Unlock()
 	ctx = newActionContext(cctx, c, m)
 	return ctx, func() {
 		ctx.end()
 		c.mu.Lock()
-		s := c.streams.serving
+		s := st.serving
 		for i, e := range s {
 			if e == em {
 				last := len(s) - 1
 				s[i], s[last] = s[last], nil
-				c.streams.serving = s[:last]
+				st.serving = s[:last]
 				break
 			}
 		}
@@ -130,10 +128,10 @@ func (c *conn) serve(base context.Context, m *Message) (ctx *actionContext, end 
 func (c *conn) emitterOf(m *Message) *emitter {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.streams == nil {
+	if c.pending == nil || c.pending.streams == nil {
 		return nil
 	}
-	for _, em := range c.streams.serving {
+	for _, em := range c.pending.streams.serving {
 		if em.msg == m {
 			return em
 		}
@@ -201,8 +199,8 @@ func (c *conn) answered(m *Message) uint32 {
 func (c *conn) cancelled(m *Message) {
 	var em *emitter
 	c.mu.Lock()
-	if c.streams != nil {
-		for _, e := range c.streams.serving {
+	if c.pending != nil && c.pending.streams != nil {
+		for _, e := range c.pending.streams.serving {
 			if e.msg.ID == m.ParentID && e.msg.From == m.From {
 				em = e
 				break
@@ -302,18 +300,28 @@ func (c *conn) strayLocked(m *Message) bool {
 	if c.left.Load() {
 		return false
 	}
-	if c.streams == nil {
-		c.streams = new(streams)
-	}
+	st := c.streamsLocked()
 	k := m.From + "\x00" + m.ParentID
-	for _, s := range c.streams.stray {
+	for _, s := range st.stray {
 		if s == k {
 			return false
 		}
 	}
-	c.streams.stray[c.streams.next] = k
-	c.streams.next = (c.streams.next + 1) % len(c.streams.stray)
+	st.stray[st.next] = k
+	st.next = (st.next + 1) % len(st.stray)
 	return true
+}
+
+// streamsLocked returns the agent's streams, made on first use; c.mu is
+// held.
+func (c *conn) streamsLocked() *streams {
+	if c.pending == nil {
+		c.pending = &pendingSet{}
+	}
+	if c.pending.streams == nil {
+		c.pending.streams = new(streams)
+	}
+	return c.pending.streams
 }
 
 // cancelTimeout bounds the sending of a [cancel].
