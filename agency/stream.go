@@ -156,6 +156,12 @@ func (em *emitter) emit(ctx context.Context, c *conn, part any) error {
 		return err
 	}
 	if err := c.router.Route(ctx, p); err != nil {
+		if em.stopping.Load() {
+			// The caller stopped while the part was on its way, and the
+			// cancelled context cut the wait short.
+			em.closed = fmt.Errorf("%w: %q stopped reading (%w)", ErrStreamClosed, m.From, err)
+			return em.closed
+		}
 		if errors.Is(err, ErrNoRecipient) {
 			// The caller is gone: nobody reads the stream any more.
 			em.closed = fmt.Errorf("%w: %q is gone", ErrStreamClosed, m.From)
