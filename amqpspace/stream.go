@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	amqp "github.com/rabbitmq/amqp091-go"
@@ -27,16 +28,82 @@ const (
 // broker sees the connection go at once), and its caller hears so within
 // a few tenths of a second (an error matching ErrDisconnected), not at its
 // deadline. An agent of this process is not watched: it leaves through
-// the space. The channel is closed once ctx has ended.
+// the space. The streams of a process to one agent share one look every
+// watchEvery. The channel is closed once ctx has ended, or after the
+// error.
 func (r router) WatchRecipient(ctx context.Context, id string) <-chan error {
+	return r.mem.s.watchers.add(ctx, r.mem.s, id)
+}
+
+// watchers are the looks under way, one per watched agent, each shared by
+// the streams that read from that agent.
+type watchers struct {
+	mu   sync.Mutex
+	byID map[string]*watcher
+}
+
+// watcher looks at one agent's queue for the streams in subs.
+type watcher struct {
+	subs map[chan error]struct{}
+	stop context.CancelFunc
+}
+
+// add registers a stream reading from id until ctx ends, starting the
+// look at id if none is under way.
+func (ws *watchers) add(ctx context.Context, s *Space, id string) <-chan error {
 	ch := make(chan error, 1)
-	go func() {
-		defer close(ch)
-		if err := r.mem.s.watch(ctx, id); err != nil {
-			ch <- err
-		}
-	}()
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	if ws.byID == nil {
+		ws.byID = make(map[string]*watcher)
+	}
+	w := ws.byID[id]
+	if w == nil {
+		wctx, stop := context.WithCancel(context.Background())
+		w = &watcher{subs: make(map[chan error]struct{}), stop: stop}
+		ws.byID[id] = w
+		go ws.run(wctx, s, id, w)
+	}
+	w.subs[ch] = struct{}{}
+	context.AfterFunc(ctx, func() { ws.remove(id, w, ch) })
 	return ch
+}
+
+// remove lets go of one stream's watch; the look ends with its last.
+func (ws *watchers) remove(id string, w *watcher, ch chan error) {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	if _, ok := w.subs[ch]; !ok {
+		return // told already, and closed
+	}
+	delete(w.subs, ch)
+	close(ch)
+	if len(w.subs) == 0 {
+		w.stop()
+		if ws.byID[id] == w {
+			delete(ws.byID, id)
+		}
+	}
+}
+
+// run looks at id until w is stopped, and tells every stream if id is
+// gone.
+func (ws *watchers) run(ctx context.Context, s *Space, id string, w *watcher) {
+	err := s.watch(ctx, id)
+	if err == nil {
+		return // stopped: its streams are done
+	}
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	for ch := range w.subs {
+		ch <- err
+		close(ch)
+		delete(w.subs, ch)
+	}
+	if ws.byID[id] == w {
+		delete(ws.byID, id)
+	}
+	w.stop()
 }
 
 // watch returns when ctx ends (nil), or once the agent id has had no
