@@ -13,7 +13,9 @@ import (
 
 // A peer process killed in the middle of a stream: its caller's stream
 // ends with ErrDisconnected once the broker sees the peer's connection go,
-// not with a timeout at its deadline (peerTimeout away).
+// not with a timeout at its deadline (peerTimeout away). So does a second
+// stream, whose request waits in the peer's queue behind the first (the
+// peer's agent runs one action at a time); the two share one watch.
 func TestStreamPeerKilled(t *testing.T) {
 	ex := testExchange(t)
 	bin := buildPeer(t)
@@ -21,31 +23,48 @@ func TestStreamPeerKilled(t *testing.T) {
 	p := startPeer(t, bin, ex, id)
 
 	sp := newSpace(t, amqpspace.Config{Exchange: ex})
-	caller := agency.MustNewAgent(randomName("Reader"))
-	addAll(t, sp, caller)
+	first, second := agency.MustNewAgent(randomName("Reader")), agency.MustNewAgent(randomName("Waiter"))
+	addAll(t, sp, first, second)
 	ctx, cancel := context.WithTimeout(context.Background(), peerTimeout)
 	defer cancel()
-	parts := 0
-	var last error
-	for m, err := range caller.Stream(ctx, id, "stream", nil) {
-		if err != nil {
-			last = err
-			break
-		}
-		if m.Action != agency.PartAction {
-			t.Fatalf("an answer from a stream that never ends: %v", m)
-		}
-		if parts++; parts == 3 {
-			if err := p.cmd.Process.Kill(); err != nil {
-				t.Fatal(err)
+	type result struct {
+		parts int
+		err   error
+	}
+	results := make(chan result, 2)
+	read := func(c *agency.Agent, started chan<- struct{}) {
+		var r result
+		for m, err := range c.Stream(ctx, id, "stream", nil) {
+			if err != nil {
+				r.err = err
+				break
+			}
+			if m.Action != agency.PartAction {
+				r.err = fmt.Errorf("an answer from a stream that never ends: %v", m)
+				break
+			}
+			if r.parts++; r.parts == 3 {
+				close(started)
 			}
 		}
+		results <- r
 	}
-	if parts < 3 || !errors.Is(last, amqpspace.ErrDisconnected) {
-		t.Fatalf("%d parts, then %v: want 3 or more, then ErrDisconnected", parts, last)
+	started := make(chan struct{})
+	go read(first, started)
+	select {
+	case <-started:
+	case r := <-results:
+		t.Fatalf("the stream ended before its third part: %d parts, %v", r.parts, r.err)
 	}
-	if errors.Is(last, agency.ErrTimeout) || ctx.Err() != nil {
-		t.Fatalf("the stream waited for its deadline: %v", last)
+	go read(second, make(chan struct{}))
+	if err := p.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		r := <-results
+		if !errors.Is(r.err, amqpspace.ErrDisconnected) || errors.Is(r.err, agency.ErrTimeout) {
+			t.Errorf("%d parts, then %v: want ErrDisconnected, not a wait for the deadline", r.parts, r.err)
+		}
 	}
 }
 
