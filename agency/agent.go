@@ -267,7 +267,7 @@ func (a *Agent) RequestMessage(ctx context.Context, m *Message) (*Message, error
 	if err := ctx.Err(); err != nil {
 		return nil, requestError(ctx, m.To, m.Action)
 	}
-	ch := c.await(m.ID, m.To)
+	ch := c.await(m.ID, m.To, nil)
 	defer c.forget(m.ID, ch)
 	if err := c.router.Route(ctx, m); err != nil {
 		if ctx.Err() != nil {

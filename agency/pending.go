@@ -145,12 +145,9 @@ type answer struct {
 // await registers a request id, sent to the agent with id from, whose first
 // response the caller will read from the returned channel; or the error
 // that ends the wait instead (see FailRequests, and finish: once the agent
-// has left the space, at once).
-func (c *conn) await(id, from string) chan answer { return c.awaitStream(id, from, nil) }
-
-// awaitStream is await for a request whose parts, if st is not nil, go to
-// st.
-func (c *conn) awaitStream(id, from string, st *stream) chan answer {
+// has left the space, at once). A Stream's parts go to st; a Request's st
+// is nil.
+func (c *conn) await(id, from string, st *stream) chan answer {
 	c.mu.Lock()
 	ch := c.spare
 	c.spare = nil

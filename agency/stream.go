@@ -412,7 +412,7 @@ func (a *Agent) stream(ctx context.Context, m *Message, opts []StreamOption, yie
 		return
 	}
 	st := &stream{next: 1, limit: cfg.buffer, wake: make(chan struct{}, 1)}
-	ch := c.awaitStream(m.ID, m.To, st)
+	ch := c.await(m.ID, m.To, st)
 	defer c.forget(m.ID, ch)
 	if err := c.router.Route(ctx, m); err != nil {
 		if ctx.Err() != nil {
