@@ -271,7 +271,7 @@ func (a *Agent) RequestMessage(ctx context.Context, m *Message) (*Message, error
 	if err := ctx.Err(); err != nil {
 		return nil, requestError(ctx, m.To, m.Action)
 	}
-	ch := c.await(m.ID, m.To)
+	ch := c.await(m.ID, m.To, nil)
 	defer c.forget(m.ID, ch)
 	if err := c.router.Route(ctx, m); err != nil {
 		if ctx.Err() != nil {
@@ -342,7 +342,7 @@ func Call[R any](ctx context.Context, a *Agent, to, action string, args any) (R,
 	return Value[R](r)
 }
 
-// Value returns the value a [response] message carries, as an R. The
+// Value returns the value a [response] message (or a [part]) carries, as an R. The
 // answer is the same in every space: a value that crossed a wire is
 // decoded from its JSON encoding, and so is, in process, a value that is
 // not an R or an R that holds interface values (R any, map[string]any,
@@ -350,7 +350,7 @@ func Call[R any](ctx context.Context, a *Agent, to, action string, args any) (R,
 // encoding/json makes (map[string]any, []any, float64, string, bool, nil),
 // never the responder's own Go types. Any other R is returned as it is.
 func Value[R any](m *Message) (R, error) {
-	if m.Action != ResponseAction {
+	if m.Action != ResponseAction && m.Action != PartAction {
 		var zero R
 		if err := m.Err(); err != nil {
 			return zero, err

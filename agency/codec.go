@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 	"unsafe"
@@ -61,6 +62,14 @@ func (m *Message) MarshalJSON() ([]byte, error) {
 		field("no_reply")
 		b.WriteString("true")
 	}
+	if m.Stream {
+		field("stream")
+		b.WriteString("true")
+	}
+	if m.Seq != 0 {
+		field("seq")
+		b.Write(strconv.AppendUint(b.AvailableBuffer(), uint64(m.Seq), 10))
+	}
 	keys := make([]string, 0, len(m.Meta))
 	for k := range m.Meta {
 		keys = append(keys, k) // validate has refused the framework's own keys
@@ -80,7 +89,7 @@ func (m *Message) MarshalJSON() ([]byte, error) {
 	if argsErr != nil {
 		return nil, argsErr
 	}
-	if m.Action == ResponseAction {
+	if m.Action == ResponseAction || m.Action == PartAction {
 		b.WriteString(`{"value":`)
 		b.Write(args)
 		b.WriteByte('}')
@@ -95,10 +104,14 @@ func (m *Message) MarshalJSON() ([]byte, error) {
 // for a [response], the value that stands under "value" in that object.
 func (m *Message) encodeArgs() ([]byte, error) {
 	switch m.Action {
-	case ResponseAction:
+	case ResponseAction, PartAction:
 		v, err := marshalValue(m.Args)
 		if err != nil {
-			return nil, fmt.Errorf("%w: response value: %v", ErrMalformedMessage, err)
+			what := "response"
+			if m.Action == PartAction {
+				what = "part"
+			}
+			return nil, fmt.Errorf("%w: %s value: %v", ErrMalformedMessage, what, err)
 		}
 		return v, nil
 	case ErrorAction:
@@ -183,14 +196,14 @@ func (m *Message) check(fromChecked bool) error {
 	if err := validateActionName(m.Action); err != nil {
 		return fmt.Errorf("%w: %v", ErrMalformedMessage, err)
 	}
-	for _, k := range [...]string{"id", "parent_id", "deadline", "no_reply"} {
+	for _, k := range [...]string{"id", "parent_id", "deadline", "no_reply", "stream", "seq"} {
 		if len(m.Meta) == 0 {
 			break
 		}
 		if _, ok := m.Meta[k]; ok {
 			// The framework's own keys live in fields; a copy in Meta would
 			// travel in process and vanish on the wire.
-			return fmt.Errorf("%w: __meta__ key %q is the framework's: set Message.ID, ParentID, Deadline or NoReply", ErrMalformedMessage, k)
+			return fmt.Errorf("%w: __meta__ key %q is the framework's: set Message.ID, ParentID, Deadline, NoReply, Stream or Seq", ErrMalformedMessage, k)
 		}
 	}
 	switch m.Action {
@@ -202,7 +215,7 @@ func (m *Message) check(fromChecked bool) error {
 		if ae.Type == "" {
 			return fmt.Errorf("%w: an [error] needs a type", ErrMalformedMessage)
 		}
-	case ResponseAction:
+	case ResponseAction, PartAction:
 	default:
 		return checkArgsShape(m.Args)
 	}
@@ -432,6 +445,21 @@ func (m *Message) decodeMeta(raw json.RawMessage, strs *wireStrings) error {
 			default:
 				return fmt.Errorf("%w: __meta__.no_reply must be a boolean, not %s", ErrMalformedMessage, truncate(metaText(v), maxQuoted))
 			}
+		case "stream":
+			switch string(v) {
+			case "true":
+				m.Stream = true
+			case "false":
+				m.Stream = false
+			default:
+				return fmt.Errorf("%w: __meta__.stream must be a boolean, not %s", ErrMalformedMessage, truncate(metaText(v), maxQuoted))
+			}
+		case "seq":
+			n, err := strconv.ParseUint(string(v), 10, 32)
+			if err != nil {
+				return fmt.Errorf("%w: __meta__.seq must be a whole number below 2^32, not %s", ErrMalformedMessage, truncate(metaText(v), maxQuoted))
+			}
+			m.Seq = uint32(n)
 		default:
 			var x any
 			dec := json.NewDecoder(bytes.NewReader(v))
@@ -483,7 +511,7 @@ func (m *Message) decodeArgs(raw json.RawMessage) error {
 		return fmt.Errorf("%w: the arguments of %q must be an object, not %.40s", ErrMalformedMessage, m.Action, raw)
 	}
 	switch m.Action {
-	case ResponseAction:
+	case ResponseAction, PartAction:
 		// What json.Unmarshal into struct{ Value json.RawMessage
 		// `json:"value"` } gives, without its reflection: the raw text
 		// of the last key that matches "value" regardless of case (as
@@ -720,6 +748,10 @@ func keyString(lit []byte) (string, error) {
 		return "deadline", nil
 	case "no_reply":
 		return "no_reply", nil
+	case "stream":
+		return "stream", nil
+	case "seq":
+		return "seq", nil
 	}
 	return jsonscan.Unquote(lit)
 }

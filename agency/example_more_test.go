@@ -125,3 +125,45 @@ func ExampleHooks() {
 	// audit: User calls add
 	// 3 <nil>
 }
+
+// An answer in parts: the handler emits each word as it has it, and the
+// caller reads them as they come, then the whole answer.
+func ExampleAgent_Stream() {
+	ctx := context.Background()
+	writer := agency.MustNewAgent("Writer")
+	agency.Handle(writer, "write", func(ctx context.Context, _ struct{}) (string, error) {
+		for _, w := range []string{"It ", "rains ", "today."} {
+			if err := agency.Emit(ctx, w); err != nil {
+				return "", err // the caller stopped reading
+			}
+		}
+		return "It rains today.", nil
+	})
+	user := agency.MustNewAgent("User")
+	sp := space.NewLocal()
+	defer sp.Close(ctx)
+	if err := errors.Join(sp.Add(ctx, writer), sp.Add(ctx, user)); err != nil {
+		log.Fatal(err)
+	}
+
+	for m, err := range user.Stream(ctx, "Writer", "write", nil) {
+		if err != nil {
+			log.Fatal(err)
+		}
+		text, _ := agency.Value[string](m)
+		if m.Action == agency.PartAction {
+			fmt.Printf("part %d: %q\n", m.Seq, text)
+			continue
+		}
+		fmt.Printf("answer: %q\n", text)
+	}
+	// A plain Request gets the answer alone.
+	whole, _ := agency.Call[string](ctx, user, "Writer", "write", nil)
+	fmt.Printf("call: %q\n", whole)
+	// Output:
+	// part 1: "It "
+	// part 2: "rains "
+	// part 3: "today."
+	// answer: "It rains today."
+	// call: "It rains today."
+}

@@ -37,6 +37,11 @@ func (c *conn) DeliverFunc(m *Message, taken func()) error {
 		t.fire()
 		return nil
 	}
+	if m.Action == PartAction || m.Action == CancelAction {
+		c.streamMessage(m)
+		t.fire()
+		return nil
+	}
 	if m.IsResponse() {
 		if c.answer(m) {
 			t.fire()
@@ -201,7 +206,11 @@ func (c *conn) handle(m *Message) {
 		return
 	}
 	var ctx context.Context
-	if sc := c.sentContext(base, m); sc != nil {
+	if m.Stream {
+		ac, end := c.serve(base, m)
+		defer end()
+		ctx = ac
+	} else if sc := c.sentContext(base, m); sc != nil {
 		ctx = sc
 	} else {
 		// The caller stops waiting at m's deadline: so does the handler.
@@ -248,7 +257,7 @@ func (c *conn) handle(m *Message) {
 // sentContext returns m itself as its handler's context, when it can be
 // (see claimContext): it has no deadline, and base is the handlers' own.
 func (c *conn) sentContext(base context.Context, m *Message) *sentContext {
-	if !m.sent || !m.Deadline.IsZero() || c.agent.hooks.trace != nil {
+	if !m.sent || !m.Deadline.IsZero() || m.Stream || c.agent.hooks.trace != nil {
 		return nil
 	}
 	return claimContext(c, m)
@@ -448,6 +457,9 @@ func (c *conn) reply(ctx context.Context, m *Message, action string, args any) e
 	}
 	r := newSentMessage() // the response and its id in one allocation
 	r.To, r.From, r.ParentID, r.Action, r.Args = m.From, c.agent.id, m.ID, action, args
+	if m.Stream {
+		r.Seq = c.answered(m) // the parts before it: the caller tells a gap by it
+	}
 	if err := c.router.Route(ctx, r); err != nil {
 		return c.replyFailed(ctx, m, action, err)
 	}

@@ -23,6 +23,12 @@ const (
 	HelpAction     = "help"
 	ResponseAction = "[response]"
 	ErrorAction    = "[error]"
+	// PartAction is a part of an answer, sent before the answer to a
+	// request that asked for parts (see [Emit] and [Agent.Stream]).
+	PartAction = "[part]"
+	// CancelAction tells the agent streaming parts of an answer that its
+	// caller has stopped reading them (see [Agent.Stream]).
+	CancelAction = "[cancel]"
 )
 
 // Message is one message between agents.
@@ -47,6 +53,8 @@ type Message struct {
 	Deadline time.Time      // __meta__.deadline: when the sender stops waiting (Request sets it from its ctx); the recipient does not run a message whose deadline has passed
 	NoReply  bool           // __meta__.no_reply: the sender takes no responses, so none is sent; Send sets it for an agent without ValueHandler or ErrorHandler
 	sent     bool           // made by newSentMessage (in padding: it costs no space); see asSent
+	Stream   bool           // __meta__.stream: the sender takes parts of the answer before it (see Agent.Stream); Stream sets it
+	Seq      uint32         // __meta__.seq: a [part]'s number in its stream, from 1; on the answer to a Stream, how many parts came before it
 	Meta     map[string]any // every other __meta__ key, carried unchanged
 
 	Action string // the action name
@@ -143,7 +151,7 @@ func validateRecipient(to string) error {
 // validateActionName reports whether name may appear as an action in a
 // message: the framework's own names, or a name an agent could register.
 func validateActionName(name string) error {
-	if plainActionName(name) || name == ResponseAction || name == ErrorAction {
+	if plainActionName(name) || name == ResponseAction || name == ErrorAction || name == PartAction || name == CancelAction {
 		return nil
 	}
 	return validateRegisterable(name)
@@ -170,7 +178,7 @@ func validateRegisterable(name string) error {
 	switch {
 	case name == "":
 		return fmt.Errorf("%w: empty", ErrInvalidActionName)
-	case name == HelpAction || name == ResponseAction || name == ErrorAction:
+	case name == HelpAction || name == ResponseAction || name == ErrorAction || name == PartAction || name == CancelAction:
 		return fmt.Errorf("%w: %q is reserved", ErrInvalidActionName, name)
 	case strings.HasPrefix(name, "[") || strings.HasPrefix(name, "__"):
 		return fmt.Errorf("%w: %s: names starting with \"[\" or \"__\" are reserved", ErrInvalidActionName, quote(name))

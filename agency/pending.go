@@ -9,6 +9,7 @@ type pendingRequest struct {
 	id   string      // the request's message id
 	from string      // the recipient: only its response answers the request
 	ch   chan answer // buffered for exactly one answer
+	st   *stream     // for a Stream, where its parts go; nil for a Request
 }
 
 // pendingSet is the Requests of an agent waiting for their first
@@ -18,6 +19,11 @@ type pendingRequest struct {
 type pendingSet struct {
 	list []pendingRequest
 	byID map[string]pendingRequest
+
+	// The streams the agent serves and has stopped, made by the first:
+	// kept here, with the requests, so that an agent that never streams
+	// (or never requests) holds no room for them.
+	streams *streams
 }
 
 // pendingMapAt is the number of waiting Requests from which they are kept
@@ -95,6 +101,24 @@ func (s *pendingSet) takeMapped(id, from string, ch chan answer) chan answer {
 	return p.ch
 }
 
+// find returns the request with the given id sent to the agent from,
+// leaving it in place.
+func (s *pendingSet) find(id, from string) (pendingRequest, bool) {
+	if s == nil {
+		return pendingRequest{}, false
+	}
+	if s.byID != nil {
+		p, ok := s.byID[id]
+		return p, ok && p.from == from
+	}
+	for _, p := range s.list {
+		if p.id == id {
+			return p, p.from == from
+		}
+	}
+	return pendingRequest{}, false
+}
+
 // drain removes every request, calling f for each.
 func (s *pendingSet) drain(f func(pendingRequest)) {
 	if s == nil {
@@ -121,8 +145,9 @@ type answer struct {
 // await registers a request id, sent to the agent with id from, whose first
 // response the caller will read from the returned channel; or the error
 // that ends the wait instead (see FailRequests, and finish: once the agent
-// has left the space, at once).
-func (c *conn) await(id, from string) chan answer {
+// has left the space, at once). A Stream's parts go to st; a Request's st
+// is nil.
+func (c *conn) await(id, from string, st *stream) chan answer {
 	c.mu.Lock()
 	ch := c.spare
 	c.spare = nil
@@ -138,7 +163,7 @@ func (c *conn) await(id, from string) chan answer {
 	if c.pending == nil {
 		c.pending = &pendingSet{}
 	}
-	c.pending.put(pendingRequest{id: id, from: from, ch: ch})
+	c.pending.put(pendingRequest{id: id, from: from, ch: ch, st: st})
 	c.mu.Unlock()
 	// The response may come behind messages a space holds back until the
 	// agent takes them: take them all now, and all that come until forget.

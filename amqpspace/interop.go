@@ -216,7 +216,7 @@ func (mem *member) unanswerable(d amqp.Delivery, broadcast bool, cause error) bo
 // envelope is what can be read of a message that does not decode.
 type envelope struct {
 	python bool // operand/agency's shape
-	answer bool // a [response] or an [error], of either shape
+	answer bool // a [response], [error], [part] or [cancel], of either shape
 	from   string
 	id     string // meta.id, in operand/agency's shape
 	action string
@@ -249,8 +249,10 @@ func peek(body []byte) envelope {
 	}
 	_, goResponse := top.Action[agency.ResponseAction]
 	_, goError := top.Action[agency.ErrorAction]
-	env.answer = goResponse || goError ||
-		(env.python && (name == agency.ResponseAction || name == agency.ErrorAction))
+	_, goPart := top.Action[agency.PartAction]
+	_, goCancel := top.Action[agency.CancelAction]
+	env.answer = goResponse || goError || goPart || goCancel ||
+		(env.python && (name == agency.ResponseAction || name == agency.ErrorAction || name == agency.PartAction || name == agency.CancelAction))
 	return env
 }
 

@@ -85,6 +85,8 @@ type Space struct {
 	wg sync.WaitGroup // the supervisor and the consumers
 
 	py *pyState // nil unless Config.Interop is set (interop.go)
+
+	watchers watchers // streams' callers watching their responders (stream.go)
 }
 
 var _ space.Space = (*Space)(nil)

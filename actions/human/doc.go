@@ -18,6 +18,12 @@
 //	… // add operator.Agent(), user.Agent() and the others to a space
 //	err = user.Run(ctx) // until "exit", the end of input, or a final answer
 //
+// A Front that is a [PartShower] ([Terminal], [Web]) shows an answer as it
+// comes: the User asks the holder for the parts of its answer
+// (agency.Agent.Stream), which an LLM agent of actions/openai sends as the
+// model writes them; the Terminal prints them on one line, the Web sends
+// them to its /events readers (server-sent events).
+//
 // Says follow the conventions of the LLM agents of actions/openai:
 // __meta__.conversation names the conversation, and a say that carries
 // __meta__.in_reply_to or __meta__.tool_call_id is answered only by value.

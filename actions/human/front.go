@@ -32,6 +32,19 @@ type Front interface {
 	Ask(ctx context.Context, l Line) (string, error)
 }
 
+// PartShower is a Front that shows an answer while it is being made. A
+// User whose Front is one asks the holder of the conversation for the
+// parts of its answer (agency.Agent.Stream: an LLM agent of actions/openai
+// sends the model's text as it comes) and shows each with ShowPart; then
+// the whole answer with Show, as for any Front. [Terminal] and [Web] are
+// PartShowers.
+type PartShower interface {
+	Front
+	// ShowPart shows l.Text, the next piece of what l.From is saying in
+	// l.Conversation, after the pieces before it.
+	ShowPart(ctx context.Context, l Line) error
+}
+
 // Script is a Front for tests: it answers questions with the lines it was
 // given, in order, and records what it was shown and asked. Once the lines
 // are used up, Ask returns io.EOF. It is safe for concurrent use.

@@ -21,7 +21,9 @@ var ErrTerminalClosed = errors.New("human: terminal closed")
 // the input.
 //
 // Show writes "From: Text" and a newline, or the Text as it is when From is
-// empty. A question (an Ask with a From or a Text) takes the next input
+// empty. ShowPart writes an answer as it comes: "From: " and the pieces,
+// each as it arrives, on one line; the whole answer's Show that follows
+// then only ends that line. A question (an Ask with a From or a Text) takes the next input
 // line before anyone who waits for a free line; questions are answered
 // one at a time, oldest first, and each is written (as Show writes it,
 // unless its Text is empty) when its turn comes. A question whose ctx ends
@@ -39,6 +41,8 @@ type Terminal struct {
 	lines   []string // read, not yet taken
 	reading bool     // a goroutine reads a line
 	end     error    // io.EOF, a read error, or ErrTerminalClosed
+
+	partial *Line // the answer whose pieces are written, on a line not yet ended; under wmu
 }
 
 type waiter struct {
@@ -66,7 +70,35 @@ func (t *Terminal) Show(_ context.Context, l Line) error {
 	if closed {
 		return ErrTerminalClosed
 	}
-	t.write(format(l))
+	t.wmu.Lock()
+	defer t.wmu.Unlock()
+	if p := t.partial; p != nil && p.From == l.From && p.Conversation == l.Conversation && strings.HasSuffix(p.Text, l.Text) {
+		// The answer whose pieces are on the line: end the line.
+		t.partial = nil
+		_, _ = io.WriteString(t.out, "\n")
+		return nil
+	}
+	t.writeLocked(format(l))
+	return nil
+}
+
+// ShowPart writes l.Text, a piece of what l.From is saying, on the line
+// of the pieces before it (see Terminal).
+func (t *Terminal) ShowPart(_ context.Context, l Line) error {
+	t.mu.Lock()
+	closed := t.end == ErrTerminalClosed
+	t.mu.Unlock()
+	if closed {
+		return ErrTerminalClosed
+	}
+	t.wmu.Lock()
+	defer t.wmu.Unlock()
+	if p := t.partial; p == nil || p.From != l.From || p.Conversation != l.Conversation {
+		t.writeLocked(l.From + ": ")
+		t.partial = &Line{Conversation: l.Conversation, From: l.From}
+	}
+	t.partial.Text += l.Text
+	_, _ = io.WriteString(t.out, l.Text)
 	return nil
 }
 
@@ -84,8 +116,21 @@ func format(l Line) string {
 }
 
 func (t *Terminal) write(s string) {
+	if s == "" {
+		return
+	}
 	t.wmu.Lock()
 	defer t.wmu.Unlock()
+	t.writeLocked(s)
+}
+
+// writeLocked writes s on a line of its own: a line of pieces under way
+// is ended first. t.wmu is held.
+func (t *Terminal) writeLocked(s string) {
+	if t.partial != nil {
+		t.partial = nil
+		_, _ = io.WriteString(t.out, "\n")
+	}
 	_, _ = io.WriteString(t.out, s)
 }
 

@@ -43,7 +43,9 @@ type User struct {
 	handed  int      // says received that hand the conversation on
 	final   bool     // one of them carried __meta__.final
 	broken  error    // why a say could not be shown, once one could not
-	changed chan struct{}
+
+	streaming chan struct{} // while Say shows an answer's parts: closed when it ends
+	changed   chan struct{}
 }
 
 // UserOption configures a User in NewUser.
@@ -144,6 +146,18 @@ func (u *User) Ended() bool {
 // makes its sender the holder, and counts as an answer.
 func (u *User) say(ctx context.Context, args SayArgs) (string, error) {
 	m := agency.MessageFrom(ctx)
+	u.mu.Lock()
+	streaming := u.streaming
+	u.mu.Unlock()
+	if streaming != nil {
+		// The parts of this answer may still be on their way to the
+		// front: the whole answer comes after them.
+		select {
+		case <-streaming:
+		case <-ctx.Done():
+			return "", ctx.Err()
+		}
+	}
 	c, ok := m.Meta[metaConversation].(string)
 	conv := c
 	if !ok || c == "" {
@@ -226,7 +240,7 @@ func (u *User) Say(ctx context.Context, text string) error {
 		u.said = slices.Delete(u.said, 0, len(u.said)-keptSaid)
 	}
 	u.mu.Unlock()
-	r, err := u.agent.RequestMessage(ctx, m)
+	r, err := u.request(ctx, m)
 	switch {
 	case errors.Is(err, agency.ErrNoRecipient) || ctx.Err() != nil:
 		return err
@@ -254,6 +268,43 @@ func (u *User) Say(ctx context.Context, text string) error {
 		return u.waitAnswer(ctx, mark)
 	}
 	return u.front.Show(ctx, Line{Conversation: u.conv, Owner: u.agent.ID(), From: to, Text: v})
+}
+
+// request sends m and waits for its answer; with a Front that shows
+// answers as they come (PartShower), it shows each part of the answer
+// meanwhile. The say back that brings the whole answer waits until the
+// parts before it are shown (see say).
+func (u *User) request(ctx context.Context, m *agency.Message) (*agency.Message, error) {
+	ps, ok := u.front.(PartShower)
+	if !ok {
+		return u.agent.RequestMessage(ctx, m)
+	}
+	done := make(chan struct{})
+	u.mu.Lock()
+	u.streaming = done
+	u.mu.Unlock()
+	defer func() {
+		u.mu.Lock()
+		u.streaming = nil
+		u.mu.Unlock()
+		close(done)
+	}()
+	for r, err := range u.agent.StreamMessage(ctx, m) {
+		if err != nil {
+			return nil, err
+		}
+		if r.Action != agency.PartAction {
+			return r, nil
+		}
+		text, err := agency.Value[string](r)
+		if err != nil {
+			continue // not text: nothing a person reads as it comes
+		}
+		if err := ps.ShowPart(ctx, Line{Conversation: u.conv, From: m.To, Text: text}); err != nil {
+			return nil, err
+		}
+	}
+	return nil, errors.New("human: the answer's stream ended without an answer")
 }
 
 func (u *User) brokenErr() error {

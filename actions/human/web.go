@@ -32,12 +32,42 @@ import (
 // turn it is now ("question", null when none), so that an answer never
 // reaches a question the person did not see. A body over 64 KiB is
 // refused. Web is safe for concurrent use.
+//
+// A page that shows answers as they come reads server-sent events:
+//
+//	GET  /events?after=N   text/event-stream
+//	  event: line   data: {"seq":…, "conversation":…, "from":…, "text":…}
+//	  event: part   data: {"conversation":…, "from":…, "text":…}
+//
+// first the kept lines after seq N, then each line as it is shown and each
+// part of an answer as it comes (ShowPart: the pieces of what "from" is
+// saying, before the whole answer comes as a line). A client that reads
+// too slowly to keep up with 256 events is let go (its response ends) and
+// reconnects with the after of the last line it has, so that a stalled
+// page holds no unbounded backlog.
 type Web struct {
 	mu      sync.Mutex
 	seq     int
 	lines   []webLine
 	waiters []*webWaiter
+	subs    map[chan webEvent]struct{} // the /events readers
 }
+
+// webEvent is one server-sent event.
+type webEvent struct {
+	name string // "line" or "part"
+	data []byte
+}
+
+// webPart is the data of a part event.
+type webPart struct {
+	Conversation string `json:"conversation"`
+	From         string `json:"from"`
+	Text         string `json:"text"`
+}
+
+// eventBuffer is how many events a /events reader may fall behind by.
+const eventBuffer = 256
 
 type webLine struct {
 	Seq          int    `json:"seq"`
@@ -69,11 +99,90 @@ func (w *Web) line(l Line) webLine {
 func (w *Web) Show(_ context.Context, l Line) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	w.lines = append(w.lines, w.line(l))
+	wl := w.line(l)
+	w.lines = append(w.lines, wl)
 	if len(w.lines) > keptLines {
 		w.lines = slices.Delete(w.lines, 0, len(w.lines)-keptLines)
 	}
+	w.publishLocked("line", wl)
 	return nil
+}
+
+// ShowPart sends l, a piece of what l.From is saying, to the /events
+// readers; it is not kept.
+func (w *Web) ShowPart(_ context.Context, l Line) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.publishLocked("part", webPart{Conversation: l.Conversation, From: l.From, Text: l.Text})
+	return nil
+}
+
+// publishLocked sends an event to every /events reader; one whose buffer
+// is full is let go. w.mu is held.
+func (w *Web) publishLocked(name string, v any) {
+	if len(w.subs) == 0 {
+		return
+	}
+	data, err := json.Marshal(v)
+	if err != nil {
+		return
+	}
+	for ch := range w.subs {
+		select {
+		case ch <- webEvent{name: name, data: data}:
+		default:
+			delete(w.subs, ch)
+			close(ch) // the reader ends its response
+		}
+	}
+}
+
+// events serves GET /events.
+func (w *Web) events(rw http.ResponseWriter, r *http.Request) {
+	fl, ok := rw.(http.Flusher)
+	if !ok {
+		httpError(rw, http.StatusInternalServerError, "the server cannot stream events")
+		return
+	}
+	after, _ := strconv.Atoi(r.URL.Query().Get("after"))
+	ch := make(chan webEvent, eventBuffer)
+	w.mu.Lock()
+	var kept []webLine
+	for _, l := range w.lines {
+		if l.Seq > after {
+			kept = append(kept, l)
+		}
+	}
+	if w.subs == nil {
+		w.subs = make(map[chan webEvent]struct{})
+	}
+	w.subs[ch] = struct{}{}
+	w.mu.Unlock()
+	defer func() {
+		w.mu.Lock()
+		delete(w.subs, ch)
+		w.mu.Unlock()
+	}()
+	rw.Header().Set("Content-Type", "text/event-stream")
+	rw.Header().Set("Cache-Control", "no-cache")
+	rw.WriteHeader(http.StatusOK)
+	for _, l := range kept {
+		data, _ := json.Marshal(l)
+		fmt.Fprintf(rw, "event: line\ndata: %s\n\n", data)
+	}
+	fl.Flush()
+	for {
+		select {
+		case e, ok := <-ch:
+			if !ok {
+				return // fell behind: the client reconnects
+			}
+			fmt.Fprintf(rw, "event: %s\ndata: %s\n\n", e.name, e.data)
+			fl.Flush()
+		case <-r.Context().Done():
+			return
+		}
+	}
 }
 
 // Ask waits for a POST that answers l.
@@ -112,6 +221,10 @@ func (w *Web) head() int {
 func (w *Web) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 	switch r.Method {
 	case http.MethodGet:
+		if r.URL.Path == "/events" {
+			w.events(rw, r)
+			return
+		}
 		after, _ := strconv.Atoi(r.URL.Query().Get("after"))
 		w.mu.Lock()
 		out := struct {

@@ -178,7 +178,7 @@ const maxRetryAfter = time.Minute
 // reply's text had gone to the Stream callback before it failed: such a
 // request is not tried again.
 func (a *Agent) attempt(ctx context.Context, t *Turn, req gopenai.ChatCompletionRequest) (reply Message, used Usage, streamed bool, err error) {
-	if a.stream != nil {
+	if a.stream != nil || streamedTo(ctx) {
 		return a.attemptStream(ctx, t, req)
 	}
 	resp, err := a.client.CreateChatCompletion(ctx, req)
@@ -218,7 +218,7 @@ func (a *Agent) attemptStream(ctx context.Context, t *Turn, req gopenai.ChatComp
 		if err != nil {
 			if streamed {
 				// The text given so far is abandoned: say so.
-				a.stream(ctx, Chunk{Conversation: t.Conversation, Step: t.Step, Done: true, Err: err})
+				a.chunk(ctx, Chunk{Conversation: t.Conversation, Step: t.Step, Done: true, Err: err})
 			}
 			return Message{}, used, streamed, err
 		}
@@ -234,7 +234,7 @@ func (a *Agent) attemptStream(ctx context.Context, t *Turn, req gopenai.ChatComp
 			if d.Content != "" {
 				text.WriteString(d.Content)
 				streamed = true
-				a.stream(ctx, Chunk{Conversation: t.Conversation, Step: t.Step, Text: d.Content})
+				a.chunk(ctx, Chunk{Conversation: t.Conversation, Step: t.Step, Text: d.Content})
 			}
 			refusal.WriteString(d.Refusal)
 			for _, tc := range d.ToolCalls {
@@ -263,8 +263,30 @@ func (a *Agent) attemptStream(ctx context.Context, t *Turn, req gopenai.ChatComp
 	if reply.Content == "" && len(reply.ToolCalls) == 0 {
 		return reply, used, streamed, errEmptyAnswer
 	}
-	a.stream(ctx, Chunk{Conversation: t.Conversation, Step: t.Step, Done: true, Answer: len(reply.ToolCalls) == 0})
+	a.chunk(ctx, Chunk{Conversation: t.Conversation, Step: t.Step, Done: true, Answer: len(reply.ToolCalls) == 0})
 	return reply, used, streamed, nil
+}
+
+// streamedTo reports whether the action ctx serves was asked for the parts
+// of its answer (agency.Agent.Stream): then the model's reply is streamed
+// even without a Stream callback.
+func streamedTo(ctx context.Context) bool {
+	m := agency.MessageFrom(ctx)
+	return m != nil && m.Stream
+}
+
+// chunk gives c to the Stream callback, if any, and each piece of text to
+// the caller of the action, as a part of its answer (agency.Emit): a
+// caller that asked for parts reads the model's text as it comes; for any
+// other, Emit sends nothing. A caller that stops reading cancels ctx, and
+// with it the model request.
+func (a *Agent) chunk(ctx context.Context, c Chunk) {
+	if a.stream != nil {
+		a.stream(ctx, c)
+	}
+	if c.Text != "" {
+		_ = agency.Emit(ctx, c.Text)
+	}
 }
 
 // retriesError is a retryable error that outlasted the retries.

@@ -407,6 +407,11 @@ func Format(f ResponseFormat) Option {
 // of a reply that broke part-way carries the error (Chunk.Err), and the
 // text given before it is abandoned. f is called on the turn's goroutine,
 // one call at a time per conversation; a slow f slows the turn.
+//
+// Without Stream, a reply is streamed all the same when the say's sender
+// asked for the parts of its answer (agency.Agent.Stream): each piece of
+// text goes to that sender, as a part (agency.Emit), as the model writes
+// it; the text the model writes beside tool calls included.
 func Stream(f func(ctx context.Context, c Chunk)) Option {
 	return func(c *config) error {
 		if c.stream != nil {

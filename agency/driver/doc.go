@@ -9,7 +9,9 @@
 // the [Conn] that Connect returns, calls [Conn.Added] once the agent can be
 // reached, and [Conn.Close] (or [CloseAll], for many) to take it out. A
 // space that knows its members gives its agents a [BroadcastRouter], so
-// that agency.Survey knows when every agent has answered.
+// that agency.Survey knows when every agent has answered. A space over a
+// wire gives its agents a [RecipientWatcher], so that a stream's caller
+// learns at once that the agent streaming to it is gone.
 //
 // The space/spacetest package holds the conformance tests every space
 // implementation must pass.

@@ -39,3 +39,15 @@ type BroadcastRouter interface {
 	// agents that took it in (the sender's too, when it did).
 	RouteBroadcast(ctx context.Context, m *agency.Message) (reached []string, err error)
 }
+
+// RecipientWatcher is a Router that can tell, while an agent reads a
+// stream (agency's Agent.Stream), that the agent streaming to it is gone,
+// where silence alone would not say so before the caller's deadline: a
+// wire space whose peer process was killed. agency calls WatchRecipient
+// for each stream of a remote recipient and stops the stream with the
+// error sent on the channel. The space closes the channel once ctx has
+// ended (or after the error), and agency waits for that.
+type RecipientWatcher interface {
+	Router
+	WatchRecipient(ctx context.Context, id string) <-chan error
+}

@@ -3,7 +3,8 @@
 // broadcasts, absent recipients, meta and trace context), access
 // (policies and approvers), help and Survey, the agents' lifecycle, and
 // runtime behaviour (one action at a time, concurrency, requests from
-// actions, forged senders).
+// actions, forged senders), and answers streamed in parts (order, gaps, a
+// caller that falls behind or stops).
 //
 // An implementation's test calls Run with a constructor:
 //
@@ -82,6 +83,7 @@ func Run(t *testing.T, newSpace func(t *testing.T) space.Space, opts ...Option) 
 		{"Lifecycle", lifecycleTests},
 		{"Runtime", runtimeTests},
 		{"Hardening", hardeningTests},
+		{"Stream", streamTests},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {

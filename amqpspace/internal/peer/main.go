@@ -6,8 +6,9 @@
 // the agent's id and the process id ("Remote-x@1234: hi"); slow, which
 // sleeps for the given number of milliseconds, finishing even when the
 // process is told to stop meanwhile; record, which prints its text; hold,
-// which waits until the peer reads "release" on its standard input; and
-// take, which takes a text of any size and counts the calls.
+// which waits until the peer reads "release" on its standard input;
+// stream, which emits parts until its caller stops reading; and take,
+// which takes a text of any size and counts the calls.
 //
 // The test reads what the peer prints on stdout, one event a line:
 //
@@ -16,6 +17,7 @@
 //	slow finished ID    and ended it
 //	record TEXT         record ran with TEXT
 //	hold started ID     agent ID began to hold
+//	stream started ID   agent ID began to stream
 //	took N              take has run N times in all
 //	log: MESSAGE        a log record of the space (with -log-stdout)
 //	peak_rss_kib N      the process's peak resident memory (with -report-rss)
@@ -237,6 +239,19 @@ func newAgent(id string) (*agency.Agent, error) {
 			return false, ctx.Err()
 		}
 	}, agency.Describe("Waits until the peer reads \"release\" on its standard input"))
+	agency.Handle(a, "stream", func(ctx context.Context, _ struct{}) (bool, error) {
+		fmt.Println("stream started", id)
+		for i := 1; ; i++ {
+			if err := agency.Emit(ctx, fmt.Sprintf("p%d", i)); err != nil {
+				return false, err
+			}
+			select {
+			case <-ctx.Done():
+				return false, ctx.Err()
+			case <-time.After(10 * time.Millisecond):
+			}
+		}
+	}, agency.Describe("Streams parts p1, p2, … every 10 ms until its caller stops reading"))
 	agency.Handle(a, "take", func(context.Context, takeArgs) (bool, error) {
 		fmt.Println("took", took.Add(1))
 		return true, nil

@@ -70,6 +70,8 @@ var (
 	perAgent   = metric{"bytes/agent", false}
 	gibRSS     = metric{"GiB-RSS", false}
 	toAdd      = metric{"s-to-add", false}
+	firstPart  = metric{"µs-first", false}
+	perPart    = metric{"µs-part", false}
 )
 
 // peers returns the hollywood and protoactor sides of a benchmark of the
@@ -108,6 +110,13 @@ var rows = []row{
 		ours:    side{"amqpspace", "amqpspace", "BenchmarkAMQPRequestConcurrent"},
 		peers:   []side{{"bare", "amqpspace", "BenchmarkRawAMQPRequestConcurrent"}},
 		metrics: []metric{reqPerSec}, benchtime: "2s",
+	},
+	{
+		id: "amqp-stream", group: "stream",
+		what:    "amqpspace stream p50: to the first part, and between parts, vs bare",
+		ours:    side{"amqpspace", "amqpspace", "BenchmarkAMQPStream"},
+		peers:   []side{{"bare", "amqpspace", "BenchmarkRawAMQPStream"}},
+		metrics: []metric{firstPart, perPart}, benchtime: "300x",
 	},
 	{
 		id: "local-oneway", group: "local",
@@ -151,7 +160,7 @@ var rows = []row{
 }
 
 func main() {
-	rowsFlag := flag.String("rows", "all", "comma-separated groups (local, amqp, memory), row ids (see -list), or all")
+	rowsFlag := flag.String("rows", "all", "comma-separated groups (local, amqp, stream, memory), row ids (see -list), or all")
 	rounds := flag.Int("rounds", 4, "interleaved rounds")
 	outFile := flag.String("out", "", "file to append every benchmark's output to (benchstat reads it)")
 	verbose := flag.Bool("v", false, "print each benchmark's figures as it runs")
