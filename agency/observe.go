@@ -30,8 +30,8 @@ type (
 	}
 	// HandleObserver is called when the agent takes an incoming message to
 	// handle (not a response to its own sends), before its access is
-	// decided or its deadline checked; ctx is the handler's, with the
-	// trace of m extracted. The context it returns is the one the
+	// decided or its deadline checked; ctx is the agent's, with the
+	// trace of m extracted ([AgentFrom] and [MessageFrom] read it). The context it returns is the one the
 	// handler and the other hooks run with; it must be ctx or derived
 	// from it. done is called once the handling has ended, with nil or
 	// the *ActionError that its sender is given (or would be, for a
@@ -124,9 +124,12 @@ type observedKey struct{}
 //go:noinline
 func (c *conn) observeHandle(base context.Context, m *Message) (context.Context, *observed) {
 	o := &observed{conn: c}
-	ctx := base
+	// AgentFrom and MessageFrom read the observer's context, as they do
+	// every hook's; the handler's own, made from what it returns, comes
+	// after the deadline check.
+	var ctx context.Context = &actionContext{Context: base, conn: c, msg: m}
 	c.guard("ObserveHandle", func() {
-		x, done := c.agent.hooks.handle.ObserveHandle(base, m)
+		x, done := c.agent.hooks.handle.ObserveHandle(ctx, m)
 		if x != nil {
 			ctx = x
 		}
@@ -176,4 +179,15 @@ func (a *Agent) guardHook(hook string, f func()) {
 		}
 	}()
 	f()
+}
+
+// MailboxDepth returns the number of messages waiting in the mailbox of
+// the agent whose action or hook runs with ctx, not counting those it has
+// taken: a gauge of how far behind the agent is. It is 0 outside an agent.
+func MailboxDepth(ctx context.Context) int {
+	c := fromContext(ctx).conn
+	if c == nil {
+		return 0
+	}
+	return c.mb.depth()
 }
