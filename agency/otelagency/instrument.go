@@ -97,6 +97,10 @@ func WithMeterProvider(mp metric.MeterProvider) Option {
 //   - agency.handle.duration (s): from taking a message to its outcome.
 //   - agency.mailbox.depth ({message}): messages waiting in the agent's
 //     mailbox when it takes one to handle (a histogram of the depth seen).
+//   - gen_ai.client.token.usage ({token}): the tokens of each model call,
+//     by gen_ai.token.type ("input", "output"), with gen_ai.request.model,
+//     gen_ai.agent.name and gen_ai.provider.name (package actions/openai).
+//   - gen_ai.client.operation.duration (s): the time of each model call.
 func New(opts ...Option) *Instrumentation {
 	c := config{}
 	for _, o := range opts {
@@ -115,7 +119,9 @@ func New(opts ...Option) *Instrumentation {
 }
 
 // ObserveSend starts the span of a send or request; the message carries
-// its trace context.
+// its trace context. A message that carries a traceparent already, sent
+// with a context in no trace (an outbox relay sending what a handler
+// wrote), has its span in the message's trace.
 func (in *Instrumentation) ObserveSend(ctx context.Context, m *agency.Message, request bool) (context.Context, func(error)) {
 	op, kind := "send", trace.SpanKindProducer
 	if request {
@@ -135,6 +141,13 @@ func (in *Instrumentation) ObserveSend(ctx context.Context, m *agency.Message, r
 	}
 	if m.To == agency.Broadcast {
 		attrs = append(attrs, AttrBroadcast.Bool(true))
+	}
+	if tp, ok := m.Meta[agency.TraceparentKey].(string); ok && !trace.SpanContextFromContext(ctx).IsValid() {
+		// A message with a trace of its own, sent from outside it (an
+		// outbox's relay sends what a handler wrote): its span joins that
+		// trace.
+		ts, _ := m.Meta[agency.TracestateKey].(string)
+		ctx = in.ExtractTraceState(ctx, tp, ts)
 	}
 	ctx, span := in.tracer.Start(ctx, op+" "+m.To+"."+m.Action, trace.WithSpanKind(kind), trace.WithAttributes(attrs...))
 	start := time.Now()

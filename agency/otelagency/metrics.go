@@ -15,6 +15,8 @@ type instruments struct {
 	sentC, handledC, errorsC metric.Int64Counter
 	requestH, handleH        metric.Float64Histogram
 	depthH                   metric.Int64Histogram
+	tokens                   metric.Int64Histogram
+	genAIDuration            metric.Float64Histogram
 }
 
 func newInstruments(m metric.Meter) *instruments {
@@ -33,6 +35,10 @@ func newInstruments(m metric.Meter) *instruments {
 		metric.WithDescription("Time from taking a message to its outcome."))
 	in.depthH, _ = m.Int64Histogram("agency.mailbox.depth", metric.WithUnit("{message}"),
 		metric.WithDescription("Messages waiting in an agent's mailbox when it takes one."))
+	in.tokens, _ = m.Int64Histogram("gen_ai.client.token.usage", metric.WithUnit("{token}"),
+		metric.WithDescription("Tokens a model call used, by gen_ai.token.type (input, output)."))
+	in.genAIDuration, _ = m.Float64Histogram("gen_ai.client.operation.duration", metric.WithUnit("s"),
+		metric.WithDescription("Time a model call took, retries included."))
 	return in
 }
 
