@@ -98,6 +98,25 @@ func messageTracestate(m *Message) string {
 	return ts
 }
 
+// CarryTrace gives m, unless it has a traceparent, the traceparent and
+// tracestate that a message sent with ctx would carry (see [Traceparent]),
+// in a copy of its Meta. It is for a message kept to be sent later (an
+// outbox that a relay sends from), which belongs to the trace it was made
+// in, not to the relay's.
+func CarryTrace(ctx context.Context, m *Message) {
+	if _, ok := m.Meta[TraceparentKey]; ok {
+		return
+	}
+	var a *Agent
+	if c := fromContext(ctx); c.conn != nil {
+		a = c.conn.agent
+	}
+	tp, ts := traceContextFor(ctx, a)
+	if tp != "" {
+		setTrace(m, tp, ts)
+	}
+}
+
 // carryTrace sets the traceparent of m, which a sends with ctx, unless m
 // has one. The caller's Meta map is copied, not written to.
 func (a *Agent) carryTrace(ctx context.Context, m *Message) {
@@ -111,6 +130,11 @@ func (a *Agent) carryTrace(ctx context.Context, m *Message) {
 	if tp == "" {
 		return
 	}
+	setTrace(m, tp, ts)
+}
+
+// setTrace sets m's trace context in a copy of its Meta.
+func setTrace(m *Message, tp, ts string) {
 	meta := make(map[string]any, len(m.Meta)+2)
 	maps.Copy(meta, m.Meta)
 	meta[TraceparentKey] = tp
