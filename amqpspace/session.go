@@ -577,6 +577,7 @@ func (s *Space) supervise(sess *session) {
 			next, err := s.reconnect()
 			if err == nil {
 				sess = next
+				s.reconnects.Add(1)
 				s.log.Info("amqpspace: reconnected", "attempt", attempt, "outage", time.Since(lostAt).Round(time.Millisecond))
 				delay = backoffFirst
 				break

@@ -208,6 +208,11 @@ func TestSpansForEveryHop(t *testing.T) {
 		sums := map[string]int64{}
 		for _, sm := range rm.ScopeMetrics {
 			for _, m := range sm.Metrics {
+				if h, ok := m.Data.(metricdata.Histogram[int64]); ok && m.Name == "agency.mailbox.depth" {
+					for _, dp := range h.DataPoints {
+						sums["depth points"] += int64(dp.Count)
+					}
+				}
 				if s, ok := m.Data.(metricdata.Sum[int64]); ok {
 					for _, dp := range s.DataPoints {
 						var et, op string
@@ -281,7 +286,11 @@ func TestBroadcastLinks(t *testing.T) {
 					processed[a["agency.agent.id"]] = s
 				}
 			}
-			if send != nil && len(processed) >= len(ids) {
+			all := true
+			for _, id := range ids {
+				all = all && processed[id] != nil
+			}
+			if send != nil && all {
 				for _, id := range ids {
 					p := processed[id]
 					if p == nil {
@@ -302,4 +311,41 @@ func TestBroadcastLinks(t *testing.T) {
 			time.Sleep(5 * time.Millisecond)
 		}
 	})
+}
+
+// ObserveReconnects reports a space's reconnect count as
+// agency.space.reconnects.
+func TestObserveReconnects(t *testing.T) {
+	sp := amqptest.NewSpace(t, amqpspace.Config{})
+	reader := sdkmetric.NewManualReader()
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	t.Cleanup(func() { _ = mp.Shutdown(context.Background()) })
+	reg, err := otelagency.ObserveReconnects(mp, "amqp", sp.Reconnects)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = reg.Unregister() }()
+	var rm metricdata.ResourceMetrics
+	if err := reader.Collect(context.Background(), &rm); err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			if m.Name != "agency.space.reconnects" {
+				continue
+			}
+			s := m.Data.(metricdata.Sum[int64])
+			if len(s.DataPoints) != 1 || s.DataPoints[0].Value != sp.Reconnects() || !s.IsMonotonic {
+				t.Errorf("agency.space.reconnects: %+v, want one point of %d", s, sp.Reconnects())
+			}
+			if v, _ := s.DataPoints[0].Attributes.Value("agency.space"); v.AsString() != "amqp" {
+				t.Errorf("agency.space = %q", v.AsString())
+			}
+			found = true
+		}
+	}
+	if !found {
+		t.Error("no agency.space.reconnects")
+	}
 }
