@@ -2,6 +2,7 @@ package otelagency
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -12,6 +13,7 @@ import (
 
 // instruments are the metrics an Instrumentation records (see New).
 type instruments struct {
+	sets sync.Map // attrKey → metric.MeasurementOption: an attribute set is made once per combination
 	sentC, handledC, errorsC metric.Int64Counter
 	requestH, handleH        metric.Float64Histogram
 	depthH                   metric.Int64Histogram
@@ -42,46 +44,67 @@ func newInstruments(m metric.Meter) *instruments {
 	return in
 }
 
+// attrKey is one combination of a metric's attributes; "" leaves one out.
+type attrKey struct {
+	agent, dest, action, op, errType string
+}
+
+// set returns the attributes of k, made once.
+func (in *instruments) set(k attrKey) metric.MeasurementOption {
+	if o, ok := in.sets.Load(k); ok {
+		return o.(metric.MeasurementOption)
+	}
+	attrs := make([]attribute.KeyValue, 0, 5)
+	for _, a := range []struct {
+		key attribute.Key
+		v   string
+	}{{AttrAgent, k.agent}, {AttrDestination, k.dest}, {AttrAction, k.action}, {AttrOperationName, k.op}, {AttrErrorType, k.errType}} {
+		if a.v != "" {
+			attrs = append(attrs, a.key.String(a.v))
+		}
+	}
+	o, _ := in.sets.LoadOrStore(k, metric.WithAttributeSet(attribute.NewSet(attrs...)))
+	return o.(metric.MeasurementOption)
+}
+
 func (in *instruments) sent(ctx context.Context, m *agency.Message, op string) {
 	if in.sentC == nil {
 		return
 	}
-	in.sentC.Add(ctx, 1, metric.WithAttributes(AttrAgent.String(m.From), AttrAction.String(m.Action), AttrOperationName.String(op)))
+	in.sentC.Add(ctx, 1, in.set(attrKey{agent: m.From, action: m.Action, op: op}))
 }
 
 func (in *instruments) request(ctx context.Context, m *agency.Message, d time.Duration, err error) {
-	attrs := []attribute.KeyValue{AttrAgent.String(m.From), AttrDestination.String(m.To), AttrAction.String(m.Action)}
+	k := attrKey{agent: m.From, dest: m.To, action: m.Action}
 	if err != nil {
-		attrs = append(attrs, AttrErrorType.String(errorType(err)))
+		k.errType = errorType(err)
 		if in.errorsC != nil {
-			in.errorsC.Add(ctx, 1, metric.WithAttributes(AttrAgent.String(m.From), AttrAction.String(m.Action),
-				AttrErrorType.String(errorType(err)), AttrOperationName.String("request")))
+			in.errorsC.Add(ctx, 1, in.set(attrKey{agent: m.From, action: m.Action, op: "request", errType: k.errType}))
 		}
 	}
 	if in.requestH != nil {
-		in.requestH.Record(ctx, d.Seconds(), metric.WithAttributes(attrs...))
+		in.requestH.Record(ctx, d.Seconds(), in.set(k))
 	}
 }
 
 func (in *instruments) handled(ctx context.Context, agent, action string, d time.Duration, err error) {
-	attrs := []attribute.KeyValue{AttrAgent.String(agent), AttrAction.String(action)}
+	k := attrKey{agent: agent, action: action}
 	if err != nil {
-		attrs = append(attrs, AttrErrorType.String(errorType(err)))
+		k.errType = errorType(err)
 		if in.errorsC != nil {
-			in.errorsC.Add(ctx, 1, metric.WithAttributes(AttrAgent.String(agent), AttrAction.String(action),
-				AttrErrorType.String(errorType(err)), AttrOperationName.String("process")))
+			in.errorsC.Add(ctx, 1, in.set(attrKey{agent: agent, action: action, op: "process", errType: k.errType}))
 		}
 	}
 	if in.handledC != nil {
-		in.handledC.Add(ctx, 1, metric.WithAttributes(attrs...))
+		in.handledC.Add(ctx, 1, in.set(k))
 	}
 	if in.handleH != nil {
-		in.handleH.Record(ctx, d.Seconds(), metric.WithAttributes(attrs...))
+		in.handleH.Record(ctx, d.Seconds(), in.set(k))
 	}
 }
 
 func (in *instruments) depth(ctx context.Context, agent, action string, n int) {
 	if in.depthH != nil {
-		in.depthH.Record(ctx, int64(n), metric.WithAttributes(AttrAgent.String(agent)))
+		in.depthH.Record(ctx, int64(n), in.set(attrKey{agent: agent}))
 	}
 }
