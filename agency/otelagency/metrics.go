@@ -13,7 +13,7 @@ import (
 
 // instruments are the metrics an Instrumentation records (see New).
 type instruments struct {
-	sets sync.Map // attrKey → metric.MeasurementOption: an attribute set is made once per combination
+	sets                     sync.Map // attrKey → metric.MeasurementOption: an attribute set is made once per combination
 	sentC, handledC, errorsC metric.Int64Counter
 	requestH, handleH        metric.Float64Histogram
 	depthH                   metric.Int64Histogram
