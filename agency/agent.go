@@ -197,10 +197,15 @@ func (a *Agent) Send(ctx context.Context, to, action string, args any) (string, 
 // hook (responses would have nowhere to go; a NoReply the caller set is
 // kept); the space may deliver m itself, so the caller must not change it
 // afterwards.
-func (a *Agent) SendMessage(ctx context.Context, m *Message) (string, error) {
+func (a *Agent) SendMessage(ctx context.Context, m *Message) (id string, err error) {
 	c, err := a.prepare(m)
 	if err != nil {
 		return "", err
+	}
+	if a.hooks.send != nil && !m.IsResponse() {
+		var done func(error)
+		ctx, done = a.observeSend(ctx, m, false)
+		defer func() { done(err) }()
 	}
 	a.carryTrace(ctx, m)
 	if !a.hooks.wantsResponses() && !m.IsResponse() {
@@ -255,7 +260,7 @@ func (a *Agent) Request(ctx context.Context, to, action string, args any) (*Mess
 
 // RequestMessage is Request with the whole message in the caller's hands; see
 // SendMessage.
-func (a *Agent) RequestMessage(ctx context.Context, m *Message) (*Message, error) {
+func (a *Agent) RequestMessage(ctx context.Context, m *Message) (resp *Message, err error) {
 	if m.To == Broadcast {
 		return nil, fmt.Errorf("%w: a request needs one recipient, not a broadcast", ErrMalformedMessage)
 	}
@@ -266,6 +271,11 @@ func (a *Agent) RequestMessage(ctx context.Context, m *Message) (*Message, error
 	c, err := a.prepare(m)
 	if err != nil {
 		return nil, err
+	}
+	if a.hooks.send != nil {
+		var done func(error)
+		ctx, done = a.observeSend(ctx, m, true)
+		defer func() { done(err) }()
 	}
 	a.carryTrace(ctx, m)
 	if err := ctx.Err(); err != nil {

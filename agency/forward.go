@@ -15,10 +15,15 @@ import "context"
 // returns nil as SendMessage does.
 //
 // An agent sending for itself uses Send or SendMessage.
-func (a *Agent) Forward(ctx context.Context, m *Message) (string, error) {
+func (a *Agent) Forward(ctx context.Context, m *Message) (id string, err error) {
 	c, err := a.prepare(m)
 	if err != nil {
 		return "", err
+	}
+	if a.hooks.send != nil && !m.IsResponse() {
+		var done func(error)
+		ctx, done = a.observeSend(ctx, m, false)
+		defer func() { done(err) }()
 	}
 	a.carryTrace(ctx, m)
 	if !a.hooks.wantsResponses() && !m.IsResponse() {

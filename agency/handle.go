@@ -201,8 +201,13 @@ func (c *conn) handle(m *Message) {
 	if a.hooks.trace != nil {
 		base = c.extractTrace(base, m)
 	}
+	if a.hooks.handle != nil && !m.IsResponse() {
+		var o *observed
+		base, o = c.observeHandle(base, m)
+		defer o.end()
+	}
 	if !m.Deadline.IsZero() && !m.IsResponse() && time.Until(m.Deadline) <= 0 {
-		c.dropExpired(m)
+		c.dropExpired(base, m)
 		return
 	}
 	var ctx context.Context
@@ -257,7 +262,7 @@ func (c *conn) handle(m *Message) {
 // sentContext returns m itself as its handler's context, when it can be
 // (see claimContext): it has no deadline, and base is the handlers' own.
 func (c *conn) sentContext(base context.Context, m *Message) *sentContext {
-	if !m.sent || !m.Deadline.IsZero() || m.Stream || c.agent.hooks.trace != nil {
+	if !m.sent || !m.Deadline.IsZero() || m.Stream || c.agent.hooks.trace != nil || c.agent.hooks.handle != nil {
 		return nil
 	}
 	return claimContext(c, m)
@@ -268,8 +273,11 @@ func (c *conn) sentContext(base context.Context, m *Message) *sentContext {
 // fact). Nor is there anyone to answer.
 //
 //go:noinline
-func (c *conn) dropExpired(m *Message) {
+func (c *conn) dropExpired(ctx context.Context, m *Message) {
 	a := c.agent
+	if a.hooks.handle != nil {
+		noteOutcome(ctx, &ActionError{Type: ErrorTimeout, Text: "the deadline passed before the message was handled"})
+	}
 	a.logger.Debug("agency: dropping a message whose deadline has passed", "agent", a.id, "from", m.From, "action", m.Action, "deadline", m.Deadline)
 }
 
@@ -441,6 +449,11 @@ func (c *conn) fail(ctx context.Context, m *Message, ae *ActionError) {
 // reply sends a [response] or [error] for m back to its sender, unless
 // the sender said it takes none.
 func (c *conn) reply(ctx context.Context, m *Message, action string, args any) error {
+	if action == ErrorAction && c.agent.hooks.handle != nil {
+		if ae, ok := args.(*ActionError); ok {
+			noteOutcome(ctx, ae)
+		}
+	}
 	if m.NoReply {
 		if action == ErrorAction {
 			c.noErrorToSender(m, args)

@@ -8,7 +8,8 @@ import (
 )
 
 // The hook interfaces. A value given to the [Hooks] option may implement any
-// of them, or [TracePropagator]; the agent calls each one it implements. Every hook receives a
+// of them, [TracePropagator], [SendObserver], [HandleObserver],
+// [OperationObserver] or [EventRecorder]; the agent calls each one it implements. Every hook receives a
 // context from which [AgentFrom] and, for the message hooks, [MessageFrom]
 // read the agent and the message.
 type (
@@ -66,12 +67,16 @@ type hookSet struct {
 	err          ErrorHandler
 	permission   PermissionRequester
 	trace        []TracePropagator // each asked in turn
+	send         SendObserver
+	handle       HandleObserver
+	op           OperationObserver
+	event        EventRecorder
 }
 
 // checkHooks reports a value that implements none of the hook interfaces.
 func checkHooks(v any) error {
 	switch v.(type) {
-	case AfterAdder, BeforeRemover, BeforeActioner, AfterActioner, ValueHandler, ErrorHandler, PermissionRequester, TracePropagator:
+	case AfterAdder, BeforeRemover, BeforeActioner, AfterActioner, ValueHandler, ErrorHandler, PermissionRequester, TracePropagator, SendObserver, HandleObserver, OperationObserver, EventRecorder:
 		return nil
 	}
 	return fmt.Errorf("%w: Hooks(%T): the value implements none of the hook interfaces", ErrInvalidOption, v)
@@ -98,6 +103,10 @@ func resolveHooks(vs []any) hookSet {
 	h.value = combine(vs, func(hs []ValueHandler) ValueHandler { return valueHandlers(hs) })
 	h.err = combine(vs, func(hs []ErrorHandler) ErrorHandler { return errorHandlers(hs) })
 	h.permission = combine(vs, func(hs []PermissionRequester) PermissionRequester { return permissionRequesters(hs) })
+	h.send = combine(vs, func(hs []SendObserver) SendObserver { return sendObservers(hs) })
+	h.handle = combine(vs, func(hs []HandleObserver) HandleObserver { return handleObservers(hs) })
+	h.op = combine(vs, func(hs []OperationObserver) OperationObserver { return operationObservers(hs) })
+	h.event = combine(vs, func(hs []EventRecorder) EventRecorder { return eventRecorders(hs) })
 	for _, v := range vs {
 		if p, ok := v.(TracePropagator); ok {
 			h.trace = append(h.trace, p)

@@ -237,3 +237,16 @@ func (mb *mailbox) discard() {
 		it.taken.fire()
 	}
 }
+
+// depth returns the number of messages queued and not yet taken.
+func (mb *mailbox) depth() int {
+	mb.mu.Lock()
+	defer mb.mu.Unlock()
+	n := len(mb.queue)
+	if mb.more != nil {
+		for _, seg := range mb.more.queued {
+			n += len(seg)
+		}
+	}
+	return n
+}

@@ -29,6 +29,21 @@ type TracePropagator interface {
 	InjectTrace(ctx context.Context) string
 }
 
+// TraceStatePropagator is a TracePropagator that carries the W3C
+// tracestate too (__meta__.tracestate, see [TracestateKey]): the vendor
+// entries of a trace, which a TracePropagator alone would drop. When an
+// agent's propagator implements it, the agent calls these methods in
+// place of ExtractTrace and InjectTrace.
+type TraceStatePropagator interface {
+	TracePropagator
+	// ExtractTraceState is ExtractTrace given the message's tracestate
+	// as well ("" when it has none or it is not valid).
+	ExtractTraceState(ctx context.Context, traceparent, tracestate string) context.Context
+	// InjectTraceState is InjectTrace returning the tracestate of ctx's
+	// span as well.
+	InjectTraceState(ctx context.Context) (traceparent, tracestate string)
+}
+
 // extractTrace returns the context m's handler runs with: base, given the
 // trace context of m's traceparent by each of the agent's TracePropagators
 // in turn. One that panics, or returns nil, is passed over.
@@ -37,10 +52,17 @@ func (c *conn) extractTrace(base context.Context, m *Message) context.Context {
 	if !validTraceparent(tp) {
 		return base
 	}
+	ts := messageTracestate(m)
 	ctx := base
 	for _, p := range c.agent.hooks.trace {
 		c.guard("ExtractTrace", func() {
-			if x := p.ExtractTrace(ctx, tp); x != nil {
+			var x context.Context
+			if sp, ok := p.(TraceStatePropagator); ok {
+				x = sp.ExtractTraceState(ctx, tp, ts)
+			} else {
+				x = p.ExtractTrace(ctx, tp)
+			}
+			if x != nil {
 				ctx = x
 			}
 		})
@@ -49,23 +71,29 @@ func (c *conn) extractTrace(base context.Context, m *Message) context.Context {
 }
 
 // injectTrace asks the agent's TracePropagators, in turn, for the
-// traceparent of a message sent with ctx: the first valid one, or "". One
-// that panics is passed over.
-func (a *Agent) injectTrace(ctx context.Context) string {
+// traceparent (and tracestate) of a message sent with ctx: the first
+// valid one, or "". One that panics is passed over.
+func (a *Agent) injectTrace(ctx context.Context) (tp, ts string) {
 	for _, p := range a.hooks.trace {
-		if tp := a.injectOne(ctx, p); validTraceparent(tp) {
-			return tp
+		if tp, ts := a.injectOne(ctx, p); validTraceparent(tp) {
+			if !validTracestate(ts) {
+				ts = ""
+			}
+			return tp, ts
 		}
 	}
-	return ""
+	return "", ""
 }
 
-func (a *Agent) injectOne(ctx context.Context, p TracePropagator) (tp string) {
+func (a *Agent) injectOne(ctx context.Context, p TracePropagator) (tp, ts string) {
 	defer func() {
 		if r := recover(); r != nil {
 			a.logger.Error("agency: hook panicked", "agent", a.id, "hook", "InjectTrace", "panic", r, "stack", string(debug.Stack()))
-			tp = ""
+			tp, ts = "", ""
 		}
 	}()
-	return p.InjectTrace(ctx)
+	if sp, ok := p.(TraceStatePropagator); ok {
+		return sp.InjectTraceState(ctx)
+	}
+	return p.InjectTrace(ctx), ""
 }

@@ -11,6 +11,13 @@ import (
 // agent, in every process, into one trace.
 const TraceparentKey = "traceparent"
 
+// TracestateKey is the __meta__ key of a message's W3C tracestate, the
+// vendor entries that go with its traceparent. It travels with the
+// traceparent, end to end: a handler's sends carry the tracestate of the
+// message it handles, or the one its agent's [TraceStatePropagator]
+// injects.
+const TracestateKey = "tracestate"
+
 type traceparentKey struct{}
 
 // WithTraceparent returns a copy of ctx whose sends carry tp, a W3C
@@ -42,22 +49,72 @@ func Traceparent(ctx context.Context) string {
 	return traceparentFor(ctx, a)
 }
 
+// Tracestate returns the W3C tracestate that a message sent with ctx
+// carries beside [Traceparent]'s traceparent: the one the agent's
+// [TraceStatePropagator] injects, or, in an action or hook, the valid
+// tracestate of the message being handled; "" when there is none, or when
+// the traceparent came from WithTraceparent.
+func Tracestate(ctx context.Context) string {
+	var a *Agent
+	if c := fromContext(ctx); c.conn != nil {
+		a = c.conn.agent
+	}
+	_, ts := traceContextFor(ctx, a)
+	return ts
+}
+
 // traceparentFor is Traceparent for a message that a sends with ctx.
 func traceparentFor(ctx context.Context, a *Agent) string {
+	tp, _ := traceContextFor(ctx, a)
+	return tp
+}
+
+// traceContextFor returns the traceparent and tracestate of a message
+// that a sends with ctx. The tracestate goes with the traceparent it was
+// found with.
+func traceContextFor(ctx context.Context, a *Agent) (tp, ts string) {
 	if tp, ok := ctx.Value(traceparentKey{}).(string); ok {
-		return tp
+		return tp, ""
 	}
 	if a != nil {
-		if tp := a.injectTrace(ctx); tp != "" {
-			return tp
+		if tp, ts := a.injectTrace(ctx); tp != "" {
+			return tp, ts
 		}
 	}
 	if m := MessageFrom(ctx); m != nil {
 		if tp, ok := m.Meta[TraceparentKey].(string); ok && validTraceparent(tp) {
-			return tp
+			return tp, messageTracestate(m)
 		}
 	}
-	return ""
+	return "", ""
+}
+
+// messageTracestate returns m's tracestate when it is one to pass on.
+func messageTracestate(m *Message) string {
+	ts, _ := m.Meta[TracestateKey].(string)
+	if !validTracestate(ts) {
+		return ""
+	}
+	return ts
+}
+
+// CarryTrace gives m, unless it has a traceparent, the traceparent and
+// tracestate that a message sent with ctx would carry (see [Traceparent]),
+// in a copy of its Meta. It is for a message kept to be sent later (an
+// outbox that a relay sends from), which belongs to the trace it was made
+// in, not to the relay's.
+func CarryTrace(ctx context.Context, m *Message) {
+	if _, ok := m.Meta[TraceparentKey]; ok {
+		return
+	}
+	var a *Agent
+	if c := fromContext(ctx); c.conn != nil {
+		a = c.conn.agent
+	}
+	tp, ts := traceContextFor(ctx, a)
+	if tp != "" {
+		setTrace(m, tp, ts)
+	}
 }
 
 // carryTrace sets the traceparent of m, which a sends with ctx, unless m
@@ -69,14 +126,37 @@ func (a *Agent) carryTrace(ctx context.Context, m *Message) {
 	if _, ok := m.Meta[TraceparentKey]; ok {
 		return
 	}
-	tp := traceparentFor(ctx, a)
+	tp, ts := traceContextFor(ctx, a)
 	if tp == "" {
 		return
 	}
-	meta := make(map[string]any, len(m.Meta)+1)
+	setTrace(m, tp, ts)
+}
+
+// setTrace sets m's trace context in a copy of its Meta.
+func setTrace(m *Message, tp, ts string) {
+	meta := make(map[string]any, len(m.Meta)+2)
 	maps.Copy(meta, m.Meta)
 	meta[TraceparentKey] = tp
+	if ts != "" {
+		meta[TracestateKey] = ts
+	}
 	m.Meta = meta
+}
+
+// validTracestate checks a tracestate value loosely: not empty, at most
+// 512 characters (the size W3C asks every vendor to pass on), printable
+// ASCII. Its list members are the tracing library's business.
+func validTracestate(ts string) bool {
+	if ts == "" || len(ts) > 512 {
+		return false
+	}
+	for i := range len(ts) {
+		if c := ts[i]; c < 0x20 || c > 0x7e {
+			return false
+		}
+	}
+	return true
 }
 
 // validTraceparent checks the form of a traceparent value: version, trace

@@ -317,6 +317,12 @@ func TestRequestFailsWhenItsConnectionIsLost(t *testing.T) {
 		t.Fatalf("Request returned at its deadline, not when the connection was lost: %v", err)
 	}
 	logs.expect(t, "reconnected")
+	if n := near.Reconnects(); n < 1 {
+		t.Errorf("Reconnects() = %d after a reconnect", n)
+	}
+	if n := far.Reconnects(); n != 0 {
+		t.Errorf("Reconnects() = %d on the space that kept its connection", n)
+	}
 	echo := newEcho()
 	addAll(t, far, echo)
 	if got, err := agency.Call[string](ctx, caller, echo.ID(), "echo", echoArgs{Text: "back"}); err != nil || got != "back" {

@@ -579,6 +579,7 @@ func (s *Space) supervise(sess *session) {
 			next, err := s.reconnect(n)
 			if err == nil {
 				sess = next
+				s.reconnects.Add(1)
 				s.log.Info("amqpspace: reconnected", "node", redact(n.url), "attempt", attempt, "outage", time.Since(lostAt).Round(time.Millisecond))
 				delay = backoffFirst
 				break

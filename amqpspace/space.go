@@ -77,6 +77,8 @@ type Space struct {
 	budget *budget // what the agents hold of their input; see gate.go
 	nodes  *rotation
 
+	reconnects atomic.Int64 // see Reconnects
+
 	mu      sync.Mutex
 	agents  map[string]*member
 	closed  bool
@@ -459,3 +461,8 @@ func expiration(d time.Duration) uint64 {
 	}
 	return uint64((d + time.Millisecond - 1) / time.Millisecond)
 }
+
+// Reconnects returns how many times the space has reconnected to the
+// broker since New: a counter for metrics (otelagency.ObserveReconnects
+// reports it as agency.space.reconnects). It is safe for concurrent use.
+func (s *Space) Reconnects() int64 { return s.reconnects.Load() }

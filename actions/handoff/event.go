@@ -6,6 +6,8 @@ import (
 	"maps"
 	"slices"
 	"time"
+
+	"github.com/seed72275b23/agency-go/agency"
 )
 
 // EventKind is the kind of an Event.
@@ -75,7 +77,8 @@ func (ev events) emit(ctx context.Context, e Event) {
 	case EventRefused, EventReturned, EventConditionError, EventLoopLimit, EventDropped:
 		level = slog.LevelWarn
 	}
-	if !ev.logger.Enabled(ctx, level) {
+	logged := ev.logger.Enabled(ctx, level)
+	if !logged && !agency.Recording(ctx) {
 		return
 	}
 	attrs := []slog.Attr{slog.String("conversation", e.Conversation), slog.String("agent", e.Agent)}
@@ -98,5 +101,10 @@ func (ev events) emit(ctx context.Context, e Event) {
 	if e.Err != nil {
 		attrs = append(attrs, slog.String("reason", e.Err.Error()))
 	}
-	ev.logger.LogAttrs(ctx, level, "handoff: "+string(e.Kind), attrs...)
+	// On the span of the handling or model call under way, when the
+	// agent has an agency.EventRecorder (a tracing instrumentation).
+	agency.RecordEvent(ctx, "handoff."+string(e.Kind), attrs...)
+	if logged {
+		ev.logger.LogAttrs(ctx, level, "handoff: "+string(e.Kind), attrs...)
+	}
 }

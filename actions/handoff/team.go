@@ -52,6 +52,12 @@ type Team struct {
 	// (they run in other processes): they may hand conversations to the
 	// Team's agents too.
 	Members []string
+	// Hooks are hook values (see agency.Hooks) of every agent the Team
+	// makes: its UserAgent, its LLM agents and its persons. With a tracing
+	// instrumentation among them (package agency/otelagency), a Run with a
+	// traced context is one trace: its says, model calls, tool calls and
+	// handoffs, with the handoff events as span events.
+	Hooks []any
 
 	once     sync.Once
 	cfg      config // the Options applied
@@ -157,6 +163,9 @@ func (t *Team) Agent(id, prompt string, rules ...Rule) (*openai.Agent, error) {
 	p.memory = &memory{st: t.cfg.store, agent: id}
 	llmOpts := append(slices.Concat(t.LLM, t.AgentLLM[id]), openai.SystemPrompt(prompt), openai.Extend(p.Extension()),
 		openai.Deny("*", Action), openai.WithMemory(p.memory))
+	if opts := t.agentOptions(); len(opts) > 0 {
+		llmOpts = append(llmOpts, openai.AgentOptions(opts...))
+	}
 	llm, err := openai.New(id, llmOpts...)
 	if err != nil {
 		return nil, err
@@ -183,7 +192,7 @@ func (t *Team) Human(id string, f human.Front) (*human.Agent, error) {
 	if err := t.init(); err != nil {
 		return nil, err
 	}
-	person, err := human.New(id, f)
+	person, err := human.New(id, f, t.agentOptions()...)
 	if err != nil {
 		return nil, err
 	}
@@ -202,6 +211,15 @@ func (t *Team) Human(id string, f human.Front) (*human.Agent, error) {
 		return nil, err
 	}
 	return person, nil
+}
+
+// agentOptions are the agency options of the agents the Team makes.
+func (t *Team) agentOptions() []agency.Option {
+	opts := make([]agency.Option, len(t.Hooks))
+	for i, h := range t.Hooks {
+		opts[i] = agency.Hooks(h)
+	}
+	return opts
 }
 
 // briefing is what a person who takes over a conversation is shown: a
@@ -317,7 +335,7 @@ func (t *Team) UserAgent() *agency.Agent {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.user == nil {
-		t.user = newTeamUser(t.UserID, agency.AccessFunc(t.access))
+		t.user = newTeamUser(t.UserID, agency.AccessFunc(t.access), t.agentOptions()...)
 	}
 	return t.user.agent
 }
@@ -466,9 +484,9 @@ type heard struct {
 // newTeamUser makes the agent of Run; access lets only the team's members
 // tell the user something, so that no other agent takes a conversation
 // over by saying something in it.
-func newTeamUser(id string, access agency.ActionOption) *teamUser {
+func newTeamUser(id string, access agency.ActionOption, opts ...agency.Option) *teamUser {
 	u := &teamUser{runs: map[string]*runSays{}}
-	u.agent = agency.MustNewAgent(id)
+	u.agent = agency.MustNewAgent(id, opts...)
 	agency.Handle(u.agent, "say", u.say, access, agency.Describe("Tell the user something"), agency.Returns("that the user was told"))
 	return u
 }

@@ -152,6 +152,7 @@ func New(id string, opts ...Option) (*Agent, error) {
 		a.logger = c.logger
 		agentOpts = append(agentOpts, agency.Logger(c.logger))
 	}
+	agentOpts = append(agentOpts, c.agentOpts...)
 	a.catalog.init()
 
 	cfg := gopenai.DefaultConfig(key)

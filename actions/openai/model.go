@@ -130,10 +130,10 @@ var (
 	errTimedOut    = errors.New("openai: the model request timed out")
 )
 
-// complete calls the model, retrying on HTTP 408, 429 and 5xx and on a
+// completeRetrying calls the model, retrying on HTTP 408, 429 and 5xx and on a
 // request that timed out, with a doubling backoff or the wait the server
 // asked for. It returns the reply and the usage of every attempt.
-func (a *Agent) complete(ctx context.Context, t *Turn, req gopenai.ChatCompletionRequest) (Message, Usage, error) {
+func (a *Agent) completeRetrying(ctx context.Context, t *Turn, req gopenai.ChatCompletionRequest) (Message, Usage, error) {
 	wait := a.backoff
 	var used Usage
 	for attempt := 1; ; attempt++ {
@@ -386,7 +386,7 @@ func withRetryAfter(hc *http.Client) *http.Client {
 	if base == nil {
 		base = http.DefaultTransport
 	}
-	c.Transport = retryAfterTransport{base: base}
+	c.Transport = retryAfterTransport{base: traceTransport{base: base}}
 	return c
 }
 

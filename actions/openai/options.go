@@ -51,6 +51,7 @@ type config struct {
 	settle            time.Duration
 	httpClient        *http.Client
 	logger            *slog.Logger
+	agentOpts         []agency.Option // see AgentOptions
 
 	params                           Params
 	temperatureSet, topPSet, seedSet bool

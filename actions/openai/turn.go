@@ -480,10 +480,10 @@ func (a *Agent) callExtension(ctx context.Context, t *Turn, x Extension, tc Tool
 	return content
 }
 
-// call runs one call of a catalog tool as a Request and returns the
+// callTool runs one call of a catalog tool as a Request and returns the
 // response and the tool's result: the JSON of the value, or a text that
 // starts with "error: " and the error's type.
-func (a *Agent) call(ctx context.Context, conv string, k toolKey, tc ToolCall, key, thoughts string, extra map[string]any) callResult {
+func (a *Agent) callTool(ctx context.Context, conv string, k toolKey, tc ToolCall, key, thoughts string, extra map[string]any) callResult {
 	args := json.RawMessage(strings.TrimSpace(tc.Arguments))
 	if len(args) == 0 {
 		args = json.RawMessage("{}")

@@ -110,7 +110,7 @@ func NewCoordinator(id string, st store.Store, opts ...Option) (*Coordinator, er
 		id: id, st: st, cfg: cfg, log: cfg.logger,
 		locks: map[string]*planLock{}, watch: map[string]chan struct{}{},
 	}
-	a, err := agency.NewAgent(id, agency.Concurrency(64), agency.Hooks(hooks{c}), agency.Logger(cfg.logger))
+	a, err := agency.NewAgent(id, append([]agency.Option{agency.Concurrency(64), agency.Hooks(hooks{c}), agency.Logger(cfg.logger)}, cfg.agentOpts...)...)
 	if err != nil {
 		return nil, err
 	}

@@ -117,6 +117,7 @@ func (c *Coordinator) committed(ctx context.Context, s *state) {
 			n-- // said only of an automatic approval
 		}
 		c.log.LogAttrs(ctx, slog.LevelInfo, "plan: "+string(e.Kind), attrs[:n]...)
+		agency.RecordEvent(ctx, "plan."+string(e.Kind), attrs[:n]...) // a span event, when traced
 		if c.cfg.observe != nil {
 			c.cfg.observe(ctx, e)
 		}
@@ -239,6 +240,9 @@ func (s *state) fail(err error) {
 
 // send queues a message from the coordinator, sent after the commit.
 func (s *state) send(m *agency.Message) {
+	if s.ctx != nil {
+		agency.CarryTrace(s.ctx, m) // the relay sends it in the trace of the change that made it
+	}
 	out, err := store.NewOutgoing(s.c.id, m)
 	if err != nil {
 		s.fail(err)

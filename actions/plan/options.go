@@ -31,6 +31,7 @@ type config struct {
 	auto       func(Step) bool
 	logger     *slog.Logger
 	observe    func(context.Context, Event)
+	agentOpts  []agency.Option
 	set        map[string]bool
 }
 
@@ -155,6 +156,23 @@ func Logger(l *slog.Logger) Option {
 		}
 		c.logger = l
 		return c.once("Logger")
+	}
+}
+
+// AgentOptions are options of the coordinator's *agency.Agent, applied
+// after its own: agency.Hooks with a tracing instrumentation (package
+// agency/otelagency), say. With one, the steps a change sends are in the
+// trace of the message that made the change, and the plan's events are
+// span events ("plan.step_status", …) on the span of that handling.
+func AgentOptions(opts ...agency.Option) Option {
+	return func(c *config) error {
+		for _, o := range opts {
+			if o == nil {
+				return fmt.Errorf("%w: plan.AgentOptions: a nil option", agency.ErrInvalidOption)
+			}
+		}
+		c.agentOpts = append(c.agentOpts, opts...)
+		return nil
 	}
 }
 

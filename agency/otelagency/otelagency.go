@@ -30,9 +30,9 @@ import (
 // it is safe for concurrent use.
 type Propagator struct{}
 
-var _ agency.TracePropagator = Propagator{}
+var _ agency.TraceStatePropagator = Propagator{}
 
-// traceContext reads and writes the traceparent header, the one part of
+// traceContext reads and writes the traceparent and tracestate headers,
 // the W3C trace context that agency carries.
 var traceContext propagation.TraceContext
 
@@ -42,10 +42,28 @@ func (Propagator) ExtractTrace(ctx context.Context, traceparent string) context.
 	return traceContext.Extract(ctx, propagation.MapCarrier{agency.TraceparentKey: traceparent})
 }
 
+// ExtractTraceState is ExtractTrace with the message's tracestate, which
+// the remote span context keeps: vendor entries set at the root reach
+// every handler.
+func (Propagator) ExtractTraceState(ctx context.Context, traceparent, tracestate string) context.Context {
+	carrier := propagation.MapCarrier{agency.TraceparentKey: traceparent}
+	if tracestate != "" {
+		carrier[agency.TracestateKey] = tracestate
+	}
+	return traceContext.Extract(ctx, carrier)
+}
+
 // InjectTrace returns the traceparent of ctx's current span, or "" when
 // ctx holds no valid span context.
-func (Propagator) InjectTrace(ctx context.Context) string {
+func (p Propagator) InjectTrace(ctx context.Context) string {
+	tp, _ := p.InjectTraceState(ctx)
+	return tp
+}
+
+// InjectTraceState returns the traceparent and tracestate of ctx's
+// current span.
+func (Propagator) InjectTraceState(ctx context.Context) (traceparent, tracestate string) {
 	carrier := propagation.MapCarrier{}
 	traceContext.Inject(ctx, carrier)
-	return carrier.Get(agency.TraceparentKey)
+	return carrier.Get(agency.TraceparentKey), carrier.Get(agency.TracestateKey)
 }

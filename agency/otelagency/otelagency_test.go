@@ -115,3 +115,38 @@ func TestPropagatorRoundTrip(t *testing.T) {
 		t.Errorf("InjectTrace without a span = %q", tp)
 	}
 }
+
+// A vendor entry in the root span's tracestate is in the span context of
+// the handler two agents on.
+func TestTracestateAcrossAgents(t *testing.T) {
+	tracer, _ := recorder(t)
+	hooks := agency.Hooks(otelagency.Propagator{})
+	last := agency.MustNewAgent("Last", hooks)
+	agency.Handle(last, "state", func(ctx context.Context, _ empty) (string, error) {
+		return trace.SpanContextFromContext(ctx).TraceState().Get("vendor"), nil
+	})
+	middle := agency.MustNewAgent("Middle", hooks)
+	agency.Handle(middle, "relay", func(ctx context.Context, _ empty) (string, error) {
+		return agency.Call[string](ctx, agency.AgentFrom(ctx), "Last", "state", nil)
+	})
+	caller := agency.MustNewAgent("Caller", hooks)
+	sp := space.NewLocal()
+	t.Cleanup(func() { _ = sp.Close(context.Background()) })
+	for _, a := range []*agency.Agent{last, middle, caller} {
+		if err := sp.Add(context.Background(), a); err != nil {
+			t.Fatal(err)
+		}
+	}
+	state, err := trace.ParseTraceState("vendor=opaque")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, root := tracer.Start(context.Background(), "root")
+	defer root.End()
+	sc := trace.SpanContextFromContext(ctx).WithTraceState(state)
+	ctx = trace.ContextWithSpanContext(ctx, sc)
+	v, err := agency.Call[string](ctx, caller, "Middle", "relay", nil)
+	if err != nil || v != "opaque" {
+		t.Fatalf("the last handler's tracestate vendor entry: %q, %v; want %q", v, err, "opaque")
+	}
+}
