@@ -48,7 +48,7 @@ func TestStreamToCaller(t *testing.T) {
 	if !f.requests(2)[1].Stream {
 		t.Error("the model request was not streamed")
 	}
-	h, err := f.llm.memory.Load(f.ctx, "c1")
+	h, err := f.llm.memory.Load(f.ctx, ConversationKey("User", "c1"))
 	if err != nil || len(h) == 0 || h[len(h)-1].Content != "The sum is 5." {
 		t.Errorf("history %+v, %v: want it to end with the whole answer", h, err)
 	}
