@@ -83,6 +83,7 @@ type Turn struct {
 	pending *PendingTurn
 	resumed bool
 	ended   bool
+	spoke   bool // a reply's text was given to the caller as parts
 	then    []func(context.Context, *Turn)
 }
 

@@ -232,6 +232,12 @@ func (a *Agent) attemptStream(ctx context.Context, t *Turn, req gopenai.ChatComp
 			choices++
 			d := c.Delta
 			if d.Content != "" {
+				if !streamed && t.spoke {
+					// The text of an earlier reply of the turn (what the
+					// model wrote beside its tool calls) was shown: this
+					// reply starts on a line of its own.
+					_ = agency.Emit(ctx, "\n")
+				}
 				text.WriteString(d.Content)
 				streamed = true
 				a.chunk(ctx, Chunk{Conversation: t.Conversation, Step: t.Step, Text: d.Content})
@@ -264,6 +270,7 @@ func (a *Agent) attemptStream(ctx context.Context, t *Turn, req gopenai.ChatComp
 		return reply, used, streamed, errEmptyAnswer
 	}
 	a.chunk(ctx, Chunk{Conversation: t.Conversation, Step: t.Step, Done: true, Answer: len(reply.ToolCalls) == 0})
+	t.spoke = t.spoke || streamed
 	return reply, used, streamed, nil
 }
 

@@ -39,7 +39,7 @@ func TestStreamToCaller(t *testing.T) {
 		}
 		answer = v
 	}
-	if want := []string{"Let ", "me ", "add.", "The s", "um is", " 5."}; !slices.Equal(parts, want) {
+	if want := []string{"Let ", "me ", "add.", "\n", "The s", "um is", " 5."}; !slices.Equal(parts, want) {
 		t.Errorf("parts %q, want %q", parts, want)
 	}
 	if answer != "The sum is 5." {

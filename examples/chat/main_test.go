@@ -178,7 +178,7 @@ func TestChat(t *testing.T) {
 
 	// A plain line goes to the model, which calls the Calculator.
 	s.write("What is 2 plus 3?")
-	s.waitFor("Assistant: The answer is 5.\n")
+	s.waitFor("The answer is 5.\n")
 
 	// A slash command calls an action directly.
 	s.write(`/Calculator.add {"a":2,"b":3}`)
@@ -296,7 +296,7 @@ func TestQuestionWithdrawn(t *testing.T) {
 	s.waitFor(`Allow User to run shell_command`)
 	s.waitFor(`(that question was withdrawn: the request behind it timed out)`)
 	s.write("y") // a plain line now: the scripted model adds 2 and 3
-	s.waitFor("Assistant: The answer is 5.")
+	s.waitFor("The answer is 5.")
 	s.write("/quit")
 	if err := s.end(); err != nil {
 		t.Fatalf("run: %v", err)
