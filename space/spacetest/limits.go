@@ -55,7 +55,7 @@ func testResponseTooLarge(e *env) {
 	// The safety net is the only deadline: a caller left waiting fails
 	// with a timeout after it.
 	_, err := e.request(caller, big.ID(), "big", nil)
-	ae := wantActionError(e.t, err, agency.ErrResponseTooLarge, agency.ErrorResponseTooLarge)
+	ae := wantActionError(e.t, err, agency.ErrResponseTooLarge, agency.TypeResponseTooLarge)
 	mustContain(e.t, "the error", ae.Text, strconv.Itoa(e.limit))
 	if m := sizeInText.FindStringSubmatch(ae.Text); m == nil {
 		e.t.Errorf("the error %q names no size (\"N bytes\")", ae.Text)
