@@ -83,8 +83,8 @@ func (p *policy) decide(m *Message) Access {
 	return p.static
 }
 
-// WithAccess sets an action's access policy for every caller.
-func WithAccess(a Access) ActionOption {
+// AccessForAll sets an action's access policy for every caller.
+func AccessForAll(a Access) ActionOption {
 	return func(c *actionConfig) error {
 		if a > Requested {
 			return fmt.Errorf("%w: unknown access policy %d", ErrInvalidOption, a)

@@ -94,7 +94,7 @@ func wantDenied(t *testing.T, err error, action, caller string) {
 	if !errors.Is(err, agency.ErrPermissionDenied) {
 		t.Fatalf("%s calling %s: got %v, want permission_denied", caller, action, err)
 	}
-	ae := asActionError(t, err, agency.ErrorPermissionDenied)
+	ae := asActionError(t, err, agency.TypePermissionDenied)
 	wantMentions(t, ae.Text, action, `"`+caller+`"`)
 }
 
@@ -145,11 +145,11 @@ func TestWithAccess(t *testing.T) {
 	var runs atomic.Int64
 	a := agency.MustNewAgent("Static") // no PermissionRequester
 	h := func(_ context.Context, _ struct{}) (int, error) { runs.Add(1); return 1, nil }
-	agency.Handle(a, "open", h, agency.WithAccess(agency.Permitted))
-	agency.Handle(a, "closed", h, agency.WithAccess(agency.Denied))
+	agency.Handle(a, "open", h, agency.AccessForAll(agency.Permitted))
+	agency.Handle(a, "closed", h, agency.AccessForAll(agency.Denied))
 	// Requested with nothing to approve it is a programmer error, caught
 	// when the action is registered.
-	err := agency.Register(a, "ask", h, agency.WithAccess(agency.Requested))
+	err := agency.Register(a, "ask", h, agency.AccessForAll(agency.Requested))
 	if err == nil || !strings.Contains(err.Error(), "nothing approves") {
 		t.Errorf("Register of a Requested action without approver: %v, want an error", err)
 	}
@@ -269,8 +269,8 @@ func TestHelpShowsEachAskerItsOwnAccess(t *testing.T) {
 	agency.Handle(vault, "ask", h, agency.AccessBySender(map[string]agency.Access{"Alice": agency.Requested}, agency.Permitted))
 	agency.Handle(vault, "custom", h, agency.CustomHelp(map[string]string{"about": "custom"}),
 		agency.AccessBySender(map[string]agency.Access{"Bob": agency.Denied}, agency.Permitted))
-	agency.Handle(vault, "never", h, agency.WithAccess(agency.Denied))
-	agency.Handle(vault, "maybe", h, agency.WithAccess(agency.Requested))
+	agency.Handle(vault, "never", h, agency.AccessForAll(agency.Denied))
+	agency.Handle(vault, "maybe", h, agency.AccessForAll(agency.Requested))
 	cs := callers("Alice", "Bob")
 	joinLocal(t, append(cs, vault)...)
 	alice, bob := cs[0], cs[1]
@@ -302,7 +302,7 @@ func TestHelpShowsEachAskerItsOwnAccess(t *testing.T) {
 	ctx := callCtx(t)
 	for _, name := range []string{"secret", "custom", "never"} {
 		_, err := bob.Request(ctx, "Vault", agency.HelpAction, agency.HelpArgs{ActionName: name})
-		wantMentions(t, asActionError(t, err, agency.ErrorNotFound).Text, `"`+name+`"`)
+		wantMentions(t, asActionError(t, err, agency.TypeNotFound).Text, `"`+name+`"`)
 	}
 	_, err := alice.Request(ctx, "Vault", "never", nil)
 	wantDenied(t, err, "Vault.never", "Alice")

@@ -263,7 +263,7 @@ func configure[A, R any](act *action, info *typeInfo, h func(context.Context, A)
 // invalidArgsError is the error for arguments of the action name of a that
 // do not decode or validate.
 func invalidArgsError(a *Agent, name string, err error) *ActionError {
-	return newActionError(ErrorInvalidArgs, err,
+	return newActionError(TypeInvalidArgs, err,
 		"invalid arguments for %q: %v (send \"help\" for the argument schema)", a.id+"."+name, err)
 }
 

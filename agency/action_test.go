@@ -167,16 +167,16 @@ func TestRegisterRejectsRepeatedAndInvalidOptions(t *testing.T) {
 		{"Errors empty", []agency.ActionOption{agency.Errors(nil)}},
 		{"CustomHelp twice", []agency.ActionOption{agency.CustomHelp(map[string]any{}), agency.CustomHelp(map[string]any{})}},
 		{"CustomHelp not an object", []agency.ActionOption{agency.CustomHelp([]string{"help"})}},
-		{"WithAccess twice", []agency.ActionOption{agency.WithAccess(agency.Permitted), agency.WithAccess(agency.Denied)}},
-		{"WithAccess and AccessBySender", []agency.ActionOption{
-			agency.WithAccess(agency.Permitted), agency.AccessBySender(map[string]agency.Access{"x": agency.Denied}, agency.Permitted)}},
+		{"AccessForAll twice", []agency.ActionOption{agency.AccessForAll(agency.Permitted), agency.AccessForAll(agency.Denied)}},
+		{"AccessForAll and AccessBySender", []agency.ActionOption{
+			agency.AccessForAll(agency.Permitted), agency.AccessBySender(map[string]agency.Access{"x": agency.Denied}, agency.Permitted)}},
 		{"AccessBySender and AccessFunc", []agency.ActionOption{
 			agency.AccessBySender(nil, agency.Denied), agency.AccessFunc(func(*agency.Message) agency.Access { return agency.Permitted })}},
 		{"AccessFunc twice", []agency.ActionOption{
 			agency.AccessFunc(func(*agency.Message) agency.Access { return agency.Permitted }),
 			agency.AccessFunc(func(*agency.Message) agency.Access { return agency.Permitted })}},
 		{"AccessFunc nil", []agency.ActionOption{agency.AccessFunc(nil)}},
-		{"WithAccess unknown", []agency.ActionOption{agency.WithAccess(agency.Access(9))}},
+		{"AccessForAll unknown", []agency.ActionOption{agency.AccessForAll(agency.Access(9))}},
 		{"AccessBySender unknown", []agency.ActionOption{agency.AccessBySender(map[string]agency.Access{"x": 9}, agency.Permitted)}},
 		{"AccessBySender unknown default", []agency.ActionOption{agency.AccessBySender(nil, agency.Access(9))}},
 	} {
@@ -450,7 +450,7 @@ func badArgs(t *testing.T, u *agency.Agent, action string, args any) string {
 	if !errors.Is(err, agency.ErrInvalidArgs) {
 		t.Fatalf("%s(%s): got %v, want invalid_args", action, showArgs(args), err)
 	}
-	ae := asActionError(t, err, agency.ErrorInvalidArgs)
+	ae := asActionError(t, err, agency.TypeInvalidArgs)
 	wantMentions(t, ae.Text, `"Args.`+action+`"`)
 	return ae.Text
 }
@@ -709,7 +709,7 @@ func TestArgsFromTheWire(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = u.RequestMessage(callCtx(t), m)
-	wantMentions(t, asActionError(t, err, agency.ErrorInvalidArgs).Text, "b: missing required field")
+	wantMentions(t, asActionError(t, err, agency.TypeInvalidArgs).Text, "b: missing required field")
 	if n := c.calls.Load(); n != 2 {
 		t.Errorf("handlers ran %d times, want 2", n)
 	}
@@ -825,7 +825,7 @@ func TestHelpSurvivesPanickingArgs(t *testing.T) {
 	joinLocal(t, a, u)
 	ctx := callCtx(t)
 	_, err := u.Request(ctx, "Target", agency.HelpAction, map[string]any{"action_name": panicsWhenEncoded{}})
-	wantMentions(t, asActionError(t, err, agency.ErrorActionFailed).Text, "panicked", "cannot encode")
+	wantMentions(t, asActionError(t, err, agency.TypeActionFailed).Text, "panicked", "cannot encode")
 	if v, err := agency.Call[string](ctx, u, "Target", "ping", nil); err != nil || v != "pong" {
 		t.Errorf("ping after help panicked: %q, %v", v, err)
 	}
@@ -897,7 +897,7 @@ func TestArgsEmbeddedUnexportedPointer(t *testing.T) {
 		t.Fatalf("valid arguments: %v", err)
 	}
 	_, err := u.Request(callCtx(t), "Args", "embed", rawArgs(`{"name":"x","secret":"s"}`))
-	ae := asActionError(t, err, agency.ErrorInvalidArgs)
+	ae := asActionError(t, err, agency.TypeInvalidArgs)
 	wantMentions(t, ae.Text, "secret: unknown field")
 }
 
@@ -936,7 +936,7 @@ func TestArgsDepthLimit(t *testing.T) {
 		t.Fatalf("a chain of 10: %d, %v", got, err)
 	}
 	_, err := u.Request(callCtx(t), "Chain", "link", chain(5000))
-	ae := asActionError(t, err, agency.ErrorInvalidArgs)
+	ae := asActionError(t, err, agency.TypeInvalidArgs)
 	wantMentions(t, ae.Text, "nested deeper than 64 objects")
 }
 
@@ -955,7 +955,7 @@ func TestArgsNumberErrorsSayTheRange(t *testing.T) {
 	u := agency.MustNewAgent("User")
 	joinLocal(t, a, u)
 	_, err := u.Request(callCtx(t), "Args", "range", rawArgs(`{"u":300,"i":-129,"n":1.5,"l":[70000],"m":{"x":"y"}}`))
-	ae := asActionError(t, err, agency.ErrorInvalidArgs)
+	ae := asActionError(t, err, agency.TypeInvalidArgs)
 	wantMentions(t, ae.Text,
 		"u: must be an integer from 0 to 255, not number 300",
 		"i: must be an integer from -128 to 127, not number -129",

@@ -229,7 +229,7 @@ func (c *conn) noRecipient(m *Message) {
 	if m.To == Broadcast || m.IsResponse() || m.NoReply || c.agent.hooks.err == nil {
 		return
 	}
-	ae := newActionError(ErrorNotFound, ErrNoRecipient, "no agent %q in the space: %q was not delivered", m.To, m.Action)
+	ae := newActionError(TypeNotFound, ErrNoRecipient, "no agent %q in the space: %q was not delivered", m.To, m.Action)
 	r := &Message{To: c.agent.id, From: m.To, ID: NewID(), ParentID: m.ID, Action: ErrorAction, Args: ae}
 	if err := c.Deliver(r); err != nil {
 		c.agent.logger.Debug("agency: no recipient, and the sender is leaving", "agent", c.agent.id, "to", m.To, "action", m.Action)

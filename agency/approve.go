@@ -14,7 +14,7 @@ import (
 // arguments the handler would get, and with the incoming message in ctx:
 // MessageFrom(ctx).From is the caller. It returns true to let the handler
 // run, false to refuse (permission_denied). An error refuses too: an
-// *ActionError (PermissionDenied, ActionFailed, …) reaches the caller as it
+// *ActionError (PermissionDeniedf, ActionFailedf, …) reaches the caller as it
 // is, any other error as permission_denied with its text. A panic in f
 // refuses.
 //
@@ -25,7 +25,7 @@ import (
 // Without an access option, Approve makes the action's access Requested for
 // every caller. With one (AccessBySender, AccessFunc), f decides the calls
 // that the policy says are Requested. Register fails when the policy can
-// never ask (WithAccess(Permitted), say) or when f's argument type is not
+// never ask (AccessForAll(Permitted), say) or when f's argument type is not
 // the action's.
 //
 // The order, for a call whose access is Requested: the action's approver if
@@ -87,7 +87,7 @@ func approvalFor[A, R any](a *Agent, act *action, approve func(context.Context, 
 			return nil, invalidArgsError(a, act.name, err)
 		}
 		denied := func(cause error, detail string) *ActionError {
-			return newActionError(ErrorPermissionDenied, cause, "%q not permitted for %q%s", a.id+"."+act.name, m.From, detail)
+			return newActionError(TypePermissionDenied, cause, "%q not permitted for %q%s", a.id+"."+act.name, m.From, detail)
 		}
 		ok, err := func() (ok bool, err error) {
 			defer func() {

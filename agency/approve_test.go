@@ -32,10 +32,10 @@ func TestApproveRegistration(t *testing.T) {
 		{"with an AccessFunc", []agency.ActionOption{agency.Approve(yes),
 			agency.AccessFunc(func(*agency.Message) agency.Access { return agency.Requested })}, ""},
 		{"another argument type", []agency.ActionOption{agency.Approve(other)}, "Approve takes struct { X int }"},
-		{"a policy that never requests", []agency.ActionOption{agency.Approve(yes), agency.WithAccess(agency.Permitted)}, "never asks"},
+		{"a policy that never requests", []agency.ActionOption{agency.Approve(yes), agency.AccessForAll(agency.Permitted)}, "never asks"},
 		{"twice", []agency.ActionOption{agency.Approve(yes), agency.Approve(yes)}, "Approve given twice"},
 		{"nil", []agency.ActionOption{agency.Approve[pair](nil)}, "Approve(nil)"},
-		{"requested, nothing approves", []agency.ActionOption{agency.WithAccess(agency.Requested)}, "nothing approves"},
+		{"requested, nothing approves", []agency.ActionOption{agency.AccessForAll(agency.Requested)}, "nothing approves"},
 	} {
 		a := agency.MustNewAgent("A")
 		err := agency.Register(a, "add", sum, tc.opts...)
@@ -48,7 +48,7 @@ func TestApproveRegistration(t *testing.T) {
 	}
 	// A PermissionRequester on the agent is a way to approve.
 	a := agency.MustNewAgent("A", agency.Hooks(&gatekeeper{}))
-	if err := agency.Register(a, "add", sum, agency.WithAccess(agency.Requested)); err != nil {
+	if err := agency.Register(a, "add", sum, agency.AccessForAll(agency.Requested)); err != nil {
 		t.Errorf("requested, with a PermissionRequester: %v", err)
 	}
 }
@@ -106,7 +106,7 @@ func TestSeveralHooks(t *testing.T) {
 	second := events{name: "second", mu: &mu, log: &log, deny: true}
 	a := agency.MustNewAgent("Hooked", agency.Hooks(first), agency.Hooks(panicky{}), agency.Hooks(second))
 	agency.Handle(a, "add", sum)
-	agency.Handle(a, "guarded", sum, agency.WithAccess(agency.Requested))
+	agency.Handle(a, "guarded", sum, agency.AccessForAll(agency.Requested))
 	user := agency.MustNewAgent("User")
 	joinLocal(t, a, user)
 	ctx := callCtx(t)

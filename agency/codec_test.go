@@ -237,11 +237,11 @@ func TestCodecRoundTripError(t *testing.T) {
 		typ      agency.ErrorType
 		sentinel error
 	}{
-		{agency.ErrorNotFound, agency.ErrNotFound},
-		{agency.ErrorPermissionDenied, agency.ErrPermissionDenied},
-		{agency.ErrorInvalidArgs, agency.ErrInvalidArgs},
-		{agency.ErrorActionFailed, agency.ErrActionFailed},
-		{agency.ErrorTimeout, agency.ErrTimeout},
+		{agency.TypeNotFound, agency.ErrNotFound},
+		{agency.TypePermissionDenied, agency.ErrPermissionDenied},
+		{agency.TypeInvalidArgs, agency.ErrInvalidArgs},
+		{agency.TypeActionFailed, agency.ErrActionFailed},
+		{agency.TypeTimeout, agency.ErrTimeout},
 	} {
 		t.Run(string(tc.typ), func(t *testing.T) {
 			text := `"Calculator.add" said "no" <because>`
@@ -325,7 +325,7 @@ func TestCodecWireBytes(t *testing.T) {
 	}
 
 	errMsg := &agency.Message{To: "User", From: "Calculator", ID: "e", ParentID: "0b6c", Action: agency.ErrorAction,
-		Args: &agency.ActionError{Type: agency.ErrorPermissionDenied, Text: "no"}}
+		Args: &agency.ActionError{Type: agency.TypePermissionDenied, Text: "no"}}
 	b, err = errMsg.MarshalJSON()
 	if err != nil {
 		t.Fatal(err)

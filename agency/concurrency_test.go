@@ -157,7 +157,7 @@ func TestConcurrencyPanic(t *testing.T) {
 	ctx := callCtx(t)
 	for i := range 6 {
 		_, err := agency.Call[string](ctx, caller, "Worker", "maybe", map[string]bool{"panic": true})
-		wantMentions(t, asActionError(t, err, agency.ErrorActionFailed).Text, "panicked", "on purpose")
+		wantMentions(t, asActionError(t, err, agency.TypeActionFailed).Text, "panicked", "on purpose")
 		if v, err := agency.Call[string](ctx, caller, "Worker", "maybe", nil); err != nil || v != "fine" {
 			t.Fatalf("call %d after a panic: %q, %v", i, v, err)
 		}

@@ -22,9 +22,9 @@
 //	// … add calc and user to a space, then:
 //	sum, err := agency.Call[float64](ctx, user, "Calculator", "add", AddArgs{A: 1, B: 2})
 //
-// A handler fails a call with [InvalidArgs], [PermissionDenied] or
-// [ActionFailed]; the caller reads the text as written and branches with
-// errors.Is. Access is per action: [WithAccess], [AccessBySender] (with
+// A handler fails a call with [InvalidArgsf], [PermissionDeniedf] or
+// [ActionFailedf]; the caller reads the text as written and branches with
+// errors.Is. Access is per action: [AccessForAll], [AccessBySender] (with
 // "Prefix*" patterns), [AccessFunc], and [Approve] for calls a person or a
 // policy must approve. [Survey] lists the agents in a space and what they
 // offer; [WithTraceparent] and [Traceparent] carry a W3C trace context from

@@ -48,27 +48,29 @@ var (
 // ErrorType is the "type" of an [error] message.
 type ErrorType string
 
-// The error types of the wire format.
+// The error types of the wire format, the values of ActionError.Type. Each
+// matches, under errors.Is, the sentinel of the same name after Err:
+// TypeNotFound matches ErrNotFound.
 const (
-	ErrorNotFound         ErrorType = "not_found"
-	ErrorPermissionDenied ErrorType = "permission_denied"
-	ErrorInvalidArgs      ErrorType = "invalid_args"
-	ErrorActionFailed     ErrorType = "action_failed"
-	ErrorTimeout          ErrorType = "timeout"
-	ErrorResponseTooLarge ErrorType = "response_too_large"
+	TypeNotFound         ErrorType = "not_found"
+	TypePermissionDenied ErrorType = "permission_denied"
+	TypeInvalidArgs      ErrorType = "invalid_args"
+	TypeActionFailed     ErrorType = "action_failed"
+	TypeTimeout          ErrorType = "timeout"
+	TypeResponseTooLarge ErrorType = "response_too_large"
 )
 
 func (t ErrorType) sentinel() error {
 	switch t {
-	case ErrorNotFound:
+	case TypeNotFound:
 		return ErrNotFound
-	case ErrorPermissionDenied:
+	case TypePermissionDenied:
 		return ErrPermissionDenied
-	case ErrorInvalidArgs:
+	case TypeInvalidArgs:
 		return ErrInvalidArgs
-	case ErrorTimeout:
+	case TypeTimeout:
 		return ErrTimeout
-	case ErrorResponseTooLarge:
+	case TypeResponseTooLarge:
 		return ErrResponseTooLarge
 	default:
 		return ErrActionFailed
@@ -82,7 +84,7 @@ func (t ErrorType) sentinel() error {
 // framework sends is at most 4 KiB, cut if need be; about bad input it
 // names at most the first 10 problems, and how many more there are.
 type ActionError struct {
-	Type ErrorType // one of the Error* constants
+	Type ErrorType // one of the Type* constants
 	Text string    // what went wrong and how to call correctly
 
 	cause error
@@ -113,12 +115,12 @@ func asActionError(err error) *ActionError {
 	if errors.As(err, &ae) {
 		return ae
 	}
-	for _, t := range []ErrorType{ErrorNotFound, ErrorPermissionDenied, ErrorInvalidArgs, ErrorTimeout, ErrorResponseTooLarge} {
+	for _, t := range []ErrorType{TypeNotFound, TypePermissionDenied, TypeInvalidArgs, TypeTimeout, TypeResponseTooLarge} {
 		if errors.Is(err, t.sentinel()) {
 			return &ActionError{Type: t, Text: trimSentinel(t, err), cause: err}
 		}
 	}
-	return &ActionError{Type: ErrorActionFailed, Text: trimSentinel(ErrorActionFailed, err), cause: err}
+	return &ActionError{Type: TypeActionFailed, Text: trimSentinel(TypeActionFailed, err), cause: err}
 }
 
 // requestError maps a context's end to the error Request returns: a deadline
@@ -128,7 +130,7 @@ func requestError(ctx context.Context, to, action string) error {
 	if err == nil || errors.Is(err, context.DeadlineExceeded) {
 		// nil: the deadline has passed, and the context's timer has yet
 		// to say so.
-		return newActionError(ErrorTimeout, context.DeadlineExceeded, "no response from %q to %q before the deadline", to, action)
+		return newActionError(TypeTimeout, context.DeadlineExceeded, "no response from %q to %q before the deadline", to, action)
 	}
 	return err
 }

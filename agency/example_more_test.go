@@ -24,7 +24,7 @@ func ExampleApprove() {
 	approve := func(ctx context.Context, args TransferArgs) (bool, error) {
 		from := agency.MessageFrom(ctx).From
 		if args.Amount > 100 {
-			return false, agency.PermissionDenied("%s: transfers over 100 need a manager", from)
+			return false, agency.PermissionDeniedf("%s: transfers over 100 need a manager", from)
 		}
 		return true, nil
 	}
@@ -46,7 +46,7 @@ func ExampleApprove() {
 	fmt.Println(errors.Is(err, agency.ErrInvalidArgs))
 
 	// A requested action that nothing approves is a programmer error.
-	err = agency.Register(bank, "close", transfer, agency.WithAccess(agency.Requested))
+	err = agency.Register(bank, "close", transfer, agency.AccessForAll(agency.Requested))
 	fmt.Println(err != nil)
 	// Output:
 	// sent 20.00 to Ada <nil>

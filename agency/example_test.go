@@ -303,14 +303,14 @@ func (vaultKeeper) RequestPermission(ctx context.Context, m *agency.Message) boo
 	return ok
 }
 
-func ExampleWithAccess() {
+func ExampleAccessForAll() {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 
 	vault := agency.MustNewAgent("Vault", agency.Hooks(vaultKeeper{}))
 	agency.Handle(vault, "open", func(ctx context.Context, _ struct{}) (string, error) {
 		return "opened", nil
-	}, agency.WithAccess(agency.Requested))
+	}, agency.AccessForAll(agency.Requested))
 	alice := agency.MustNewAgent("Alice")
 	bob := agency.MustNewAgent("Bob")
 	sp := space.NewLocal()
@@ -448,7 +448,7 @@ func ExampleMessage_MarshalJSON() {
 	refusal := &agency.Message{
 		To: "User", From: "Calculator", ID: "m3", ParentID: "m1",
 		Action: agency.ErrorAction,
-		Args:   &agency.ActionError{Type: agency.ErrorPermissionDenied, Text: `"Calculator.add" not permitted for "User"`},
+		Args:   &agency.ActionError{Type: agency.TypePermissionDenied, Text: `"Calculator.add" not permitted for "User"`},
 	}
 	for _, m := range []*agency.Message{request, response, refusal} {
 		b, err := json.Marshal(m)

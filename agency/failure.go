@@ -17,38 +17,39 @@ import (
 // on the caller's, in any space:
 //
 //	if args.Quantity < 1 {
-//		return 0, agency.InvalidArgs("quantity must be at least 1, not %d", args.Quantity)
+//		return 0, agency.InvalidArgsf("quantity must be at least 1, not %d", args.Quantity)
 //	}
 //
 // The format and its arguments are those of fmt.Errorf: an error given with
 // %w stays reachable through errors.Is and errors.As where the handler
 // runs (the caller, possibly in another process, gets the text only).
 
-// InvalidArgs returns an invalid_args error (errors.Is matches
+// InvalidArgsf returns an invalid_args error (errors.Is matches
 // ErrInvalidArgs): the arguments were well-formed but the handler cannot
 // accept them. Say which argument and what would be accepted, within 4 KiB
 // (the caller reads no more).
-func InvalidArgs(format string, args ...any) error {
-	return handlerError(ErrorInvalidArgs, format, args)
+func InvalidArgsf(format string, args ...any) error {
+	return handlerError(TypeInvalidArgs, fmt.Errorf(format, args...))
 }
 
-// PermissionDenied returns a permission_denied error (errors.Is matches
+// PermissionDeniedf returns a permission_denied error (errors.Is matches
 // ErrPermissionDenied): the caller may not do this, for a reason the
 // handler found. The caller reads at most 4 KiB of the text.
-func PermissionDenied(format string, args ...any) error {
-	return handlerError(ErrorPermissionDenied, format, args)
+func PermissionDeniedf(format string, args ...any) error {
+	return handlerError(TypePermissionDenied, fmt.Errorf(format, args...))
 }
 
-// ActionFailed returns an action_failed error (errors.Is matches
+// ActionFailedf returns an action_failed error (errors.Is matches
 // ErrActionFailed): the action could not be done. Any other error a handler
-// returns is action_failed too; ActionFailed lets the text be exactly what
+// returns is action_failed too; ActionFailedf lets the text be exactly what
 // the caller should read, up to 4 KiB.
-func ActionFailed(format string, args ...any) error {
-	return handlerError(ErrorActionFailed, format, args)
+func ActionFailedf(format string, args ...any) error {
+	return handlerError(TypeActionFailed, fmt.Errorf(format, args...))
 }
 
-func handlerError(t ErrorType, format string, args []any) error {
-	err := fmt.Errorf(format, args...)
+// handlerError makes err, built by fmt.Errorf in the caller (so that go vet
+// checks the format of each constructor's call), the error of type t.
+func handlerError(t ErrorType, err error) error {
 	ae := &ActionError{Type: t, Text: err.Error()}
 	switch err.(type) {
 	case interface{ Unwrap() error }, interface{ Unwrap() []error }:

@@ -30,20 +30,20 @@ func TestConstructorTextBounded(t *testing.T) {
 	seen := &lastError{}
 	shop := agency.MustNewAgent("Shop", agency.Hooks(seen))
 	agency.Handle(shop, "short", func(context.Context, struct{}) (int, error) {
-		return 0, agency.InvalidArgs("quantity must be at least 1")
+		return 0, agency.InvalidArgsf("quantity must be at least 1")
 	})
 	agency.Handle(shop, "long", func(context.Context, struct{}) (int, error) {
-		return 0, agency.InvalidArgs("%s", long)
+		return 0, agency.InvalidArgsf("%s", long)
 	})
 	user := agency.MustNewAgent("User")
 	joinLocal(t, shop, user)
 
 	_, err := user.Request(callCtx(t), "Shop", "short", nil)
-	if ae := asActionError(t, err, agency.ErrorInvalidArgs); ae.Text != "quantity must be at least 1" {
+	if ae := asActionError(t, err, agency.TypeInvalidArgs); ae.Text != "quantity must be at least 1" {
 		t.Errorf("short text %q", ae.Text)
 	}
 	_, err = user.Request(callCtx(t), "Shop", "long", nil)
-	ae := asActionError(t, err, agency.ErrorInvalidArgs)
+	ae := asActionError(t, err, agency.TypeInvalidArgs)
 	if !errors.Is(err, agency.ErrInvalidArgs) {
 		t.Errorf("%v does not match ErrInvalidArgs", err)
 	}

@@ -12,7 +12,7 @@ import (
 
 // A handler fails a call with the error type it chooses; the caller reads
 // the text as the handler wrote it, and branches with errors.Is.
-func ExampleInvalidArgs() {
+func ExampleInvalidArgsf() {
 	type OrderArgs struct {
 		Item     string `json:"item"`
 		Quantity int    `json:"quantity"`
@@ -20,11 +20,11 @@ func ExampleInvalidArgs() {
 	order := func(ctx context.Context, args OrderArgs) (string, error) {
 		switch {
 		case args.Quantity < 1:
-			return "", agency.InvalidArgs("quantity must be at least 1, not %d", args.Quantity)
+			return "", agency.InvalidArgsf("quantity must be at least 1, not %d", args.Quantity)
 		case args.Item == "caviar" && agency.MessageFrom(ctx).From != "Chef":
-			return "", agency.PermissionDenied("only the Chef orders %s", args.Item)
+			return "", agency.PermissionDeniedf("only the Chef orders %s", args.Item)
 		case args.Item == "unicorn":
-			return "", agency.ActionFailed("no supplier has %s", args.Item)
+			return "", agency.ActionFailedf("no supplier has %s", args.Item)
 		}
 		return fmt.Sprintf("%d %s ordered", args.Quantity, args.Item), nil
 	}

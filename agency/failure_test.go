@@ -12,16 +12,16 @@ func TestHandlerErrorConstructors(t *testing.T) {
 		typ      ErrorType
 		sentinel error
 	}{
-		{InvalidArgs("bad %s", "n"), ErrorInvalidArgs, ErrInvalidArgs},
-		{PermissionDenied("bad %s", "n"), ErrorPermissionDenied, ErrPermissionDenied},
-		{ActionFailed("bad %s", "n"), ErrorActionFailed, ErrActionFailed},
+		{InvalidArgsf("bad %s", "n"), TypeInvalidArgs, ErrInvalidArgs},
+		{PermissionDeniedf("bad %s", "n"), TypePermissionDenied, ErrPermissionDenied},
+		{ActionFailedf("bad %s", "n"), TypeActionFailed, ErrActionFailed},
 	} {
 		ae := asActionError(tc.err)
 		if ae.Type != tc.typ || ae.Text != "bad n" || !errors.Is(tc.err, tc.sentinel) {
 			t.Errorf("%v: type %q text %q, want %q \"bad n\" matching %v", tc.err, ae.Type, ae.Text, tc.typ, tc.sentinel)
 		}
 	}
-	err := ActionFailed("reading the order: %w", io.EOF)
+	err := ActionFailedf("reading the order: %w", io.EOF)
 	if !errors.Is(err, io.EOF) || !errors.Is(err, ErrActionFailed) {
 		t.Errorf("%v: a %%w operand must stay reachable with errors.Is", err)
 	}

@@ -276,7 +276,7 @@ func (c *conn) sentContext(base context.Context, m *Message) *sentContext {
 func (c *conn) dropExpired(ctx context.Context, m *Message) {
 	a := c.agent
 	if a.hooks.handle != nil {
-		noteOutcome(ctx, &ActionError{Type: ErrorTimeout, Text: "the deadline passed before the message was handled"})
+		noteOutcome(ctx, &ActionError{Type: TypeTimeout, Text: "the deadline passed before the message was handled"})
 	}
 	a.logger.Debug("agency: dropping a message whose deadline has passed", "agent", a.id, "from", m.From, "action", m.Action, "deadline", m.Deadline)
 }
@@ -306,7 +306,7 @@ func (c *conn) handleOwn(ctx context.Context, m *Message) {
 //go:noinline
 func (c *conn) noSuchAction(ctx context.Context, m *Message) {
 	if m.To != Broadcast {
-		c.fail(ctx, m, newActionError(ErrorNotFound, nil,
+		c.fail(ctx, m, newActionError(TypeNotFound, nil,
 			"%q has no action %q; send it \"help\" to list the actions it offers", c.agent.id, m.Action))
 	}
 }
@@ -325,7 +325,7 @@ func (c *conn) admit(ctx context.Context, act *action, m *Message) (approved fun
 		}
 		return run, true
 	} else if !c.permitted(ctx, access, m) {
-		c.fail(ctx, m, newActionError(ErrorPermissionDenied, nil, "%q not permitted for %q", c.agent.id+"."+m.Action, m.From))
+		c.fail(ctx, m, newActionError(TypePermissionDenied, nil, "%q not permitted for %q", c.agent.id+"."+m.Action, m.From))
 		return nil, false
 	}
 	return nil, true
@@ -349,10 +349,10 @@ func (c *conn) afterAction(ctx context.Context, m *Message, value any, err error
 		// AfterAction sees the error the caller receives; it unwraps to the
 		// handler's own error.
 		ae = asActionError(err)
-		if ae.Type == ErrorActionFailed && errors.Is(err, context.DeadlineExceeded) && errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		if ae.Type == TypeActionFailed && errors.Is(err, context.DeadlineExceeded) && errors.Is(ctx.Err(), context.DeadlineExceeded) {
 			// The handler gave up because the caller's deadline passed:
 			// that is a timeout, as the caller sees it.
-			ae = &ActionError{Type: ErrorTimeout, Text: ae.Text, cause: err}
+			ae = &ActionError{Type: TypeTimeout, Text: ae.Text, cause: err}
 		}
 		err = ae
 	}
@@ -424,7 +424,7 @@ func (c *conn) run(ctx context.Context, act *action, m *Message, approved func()
 //go:noinline
 func (c *conn) panicked(m *Message, p any) error {
 	c.agent.logger.Error("agency: action panicked", "agent", c.agent.id, "action", m.Action, "panic", p, "stack", string(debug.Stack()))
-	return newActionError(ErrorActionFailed, nil, "%s.%s panicked: %v", c.agent.id, m.Action, p)
+	return newActionError(TypeActionFailed, nil, "%s.%s panicked: %v", c.agent.id, m.Action, p)
 }
 
 // guard runs a hook, logging rather than crashing on a panic: a hook's bug
@@ -501,7 +501,7 @@ func (c *conn) replyFailed(ctx context.Context, m *Message, action string, err e
 		// The caller would wait for a response that cannot be sent: it
 		// gets an error at once instead, small enough to pass. The
 		// response stays undelivered, and err says so to whoever sent it.
-		_ = c.reply(ctx, m, ErrorAction, &ActionError{Type: ErrorResponseTooLarge, Text: fmt.Sprintf(
+		_ = c.reply(ctx, m, ErrorAction, &ActionError{Type: TypeResponseTooLarge, Text: fmt.Sprintf(
 			"the response of %s.%s is too large to send: %s", c.agent.id, m.Action, strings.TrimPrefix(err.Error(), ErrMessageTooLarge.Error()+": "))})
 	}
 	return err

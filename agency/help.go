@@ -42,12 +42,12 @@ func (c *conn) answerHelp(ctx context.Context, m *Message) {
 		// MarshalJSON may panic while they are decoded here.
 		if p := recover(); p != nil {
 			c.agent.logger.Error("agency: help panicked", "agent", c.agent.id, "from", m.From, "panic", p, "stack", string(debug.Stack()))
-			c.fail(ctx, m, newActionError(ErrorActionFailed, nil, "%s.help panicked: %v", c.agent.id, p))
+			c.fail(ctx, m, newActionError(TypeActionFailed, nil, "%s.help panicked: %v", c.agent.id, p))
 		}
 	}()
 	var args HelpArgs
 	if err := decodeArgs(helpInfo, m.Args, &args); err != nil {
-		c.fail(ctx, m, newActionError(ErrorInvalidArgs, err, "invalid arguments for %q: %v", c.agent.id+".help", err))
+		c.fail(ctx, m, newActionError(TypeInvalidArgs, err, "invalid arguments for %q: %v", c.agent.id+".help", err))
 		return
 	}
 	help := map[string]json.RawMessage{}
@@ -63,14 +63,14 @@ func (c *conn) answerHelp(ctx context.Context, m *Message) {
 		}
 		entry, err := c.agent.helpEntry(act, access)
 		if err != nil {
-			c.fail(ctx, m, newActionError(ErrorActionFailed, err, "help for %q: %v", name, err))
+			c.fail(ctx, m, newActionError(TypeActionFailed, err, "help for %q: %v", name, err))
 			return
 		}
 		help[name] = entry
 	}
 	if args.ActionName != "" && len(help) == 0 {
 		if m.To != Broadcast {
-			c.fail(ctx, m, newActionError(ErrorNotFound, nil,
+			c.fail(ctx, m, newActionError(TypeNotFound, nil,
 				"%q has no action %q that %q may call; send help without action_name to list them", c.agent.id, args.ActionName, m.From))
 		}
 		return

@@ -23,7 +23,7 @@ type JSONHandler func(ctx context.Context, args json.RawMessage) (any, error)
 // must be a JSON Schema object, as the action's args unchanged. The
 // framework does not read the schema: h gets the arguments as they came
 // (always a JSON object; {} for none) and validates them itself, with a
-// JSON Schema library, failing with [InvalidArgs] so that the caller learns
+// JSON Schema library, failing with [InvalidArgsf] so that the caller learns
 // what to fix. The options are those of [Register]; [ReturnsSchema] gives
 // the schema of the value h returns, and [Approve] takes a
 // func(context.Context, json.RawMessage) (bool, error). An [Example] is
@@ -278,9 +278,9 @@ func jsonApproval(a *Agent, act *action, approve func(context.Context, json.RawM
 		case err != nil && errors.As(err, &typed):
 			return nil, typed
 		case err != nil:
-			return nil, newActionError(ErrorPermissionDenied, err, "%q not permitted for %q: %v", a.id+"."+act.name, m.From, err)
+			return nil, newActionError(TypePermissionDenied, err, "%q not permitted for %q: %v", a.id+"."+act.name, m.From, err)
 		case !ok:
-			return nil, newActionError(ErrorPermissionDenied, nil, "%q not permitted for %q", a.id+"."+act.name, m.From)
+			return nil, newActionError(TypePermissionDenied, nil, "%q not permitted for %q", a.id+"."+act.name, m.From)
 		}
 		return func() (any, error) { return h(ctx, args) }, nil
 	}

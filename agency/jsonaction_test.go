@@ -19,7 +19,7 @@ func echoJSON(_ context.Context, args json.RawMessage) (any, error) {
 		return nil, err
 	}
 	if _, ok := v["x"]; !ok {
-		return nil, agency.InvalidArgs("x is required")
+		return nil, agency.InvalidArgsf("x is required")
 	}
 	return v, nil
 }
@@ -146,7 +146,7 @@ func TestRegisterJSONApprove(t *testing.T) {
 	if help["op"].Access != "requested" {
 		t.Fatalf("access = %q", help["op"].Access)
 	}
-	if err := agency.RegisterJSON(a, "nobody", json.RawMessage(`{"type":"object"}`), echoJSON, agency.WithAccess(agency.Requested)); err == nil {
+	if err := agency.RegisterJSON(a, "nobody", json.RawMessage(`{"type":"object"}`), echoJSON, agency.AccessForAll(agency.Requested)); err == nil {
 		t.Fatal("a requested action with nothing to approve it was registered")
 	}
 }

@@ -82,7 +82,7 @@ func (m *Message) Err() error {
 	if e, ok := m.Args.(*ActionError); ok {
 		return e
 	}
-	return &ActionError{Type: ErrorActionFailed, Text: "malformed [error] message"}
+	return &ActionError{Type: TypeActionFailed, Text: "malformed [error] message"}
 }
 
 // String returns the message in its wire form, or a note that it does not

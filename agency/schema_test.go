@@ -422,11 +422,11 @@ func TestHelpEntryParts(t *testing.T) {
 		t.Errorf("help for custom: %s", pretty(one))
 	}
 	_, err := user.Request(callCtx(t), "Parts", agency.HelpAction, agency.HelpArgs{ActionName: "nope"})
-	if ae := asActionError(t, err, agency.ErrorNotFound); !strings.Contains(ae.Text, `"nope"`) {
+	if ae := asActionError(t, err, agency.TypeNotFound); !strings.Contains(ae.Text, `"nope"`) {
 		t.Errorf("not_found text %q does not name the action", ae.Text)
 	}
 	_, err = user.Request(callCtx(t), "Parts", agency.HelpAction, map[string]any{"action": "sum"})
-	wantMentions(t, asActionError(t, err, agency.ErrorInvalidArgs).Text, "action: unknown field", "action_name")
+	wantMentions(t, asActionError(t, err, agency.TypeInvalidArgs).Text, "action: unknown field", "action_name")
 }
 
 func TestHelpDecodesAsActionHelp(t *testing.T) {

@@ -13,8 +13,9 @@ import (
 // as before. Responses are never held back.
 //
 // A message waiting behind an earlier one of its sequence counts as not yet
-// taken, for a space that paces delivery, until the agent waits for a
-// response (see conn.DeliverFunc): what an agent holds stays bounded, but
+// taken, for a space that paces delivery (amqpspace; see DeliverFunc of
+// Conn in package agency/driver), until the agent waits for a response:
+// what an agent holds stays bounded, but
 // a long run of one key's messages behind a slow one can fill the space's
 // window (amqpspace's prefetch or bytes) and hold back the other keys'
 // messages until the run moves on. Without Concurrency, or with

@@ -26,8 +26,9 @@ const DefaultSurveyTimeout = 10 * time.Second
 // surveyTimeout is DefaultSurveyTimeout, but for tests.
 var surveyTimeout = DefaultSurveyTimeout
 
-// SurveyOption configures [Survey].
-type SurveyOption func(*surveyConfig)
+// SurveyOption configures [Survey]. One with a wrong value makes Survey
+// return an error matching ErrInvalidOption, before it sends anything.
+type SurveyOption func(*surveyConfig) error
 
 type surveyConfig struct {
 	quiet time.Duration
@@ -37,9 +38,15 @@ type surveyConfig struct {
 // SurveyQuiet sets how long Survey waits for another answer, in a space
 // that cannot tell who a broadcast reached (amqpspace); see
 // DefaultSurveyQuiet. An agent busy with a long action answers help only
-// after it, so a short quiet period may miss it.
+// after it, so a short quiet period may miss it. d must be positive.
 func SurveyQuiet(d time.Duration) SurveyOption {
-	return func(c *surveyConfig) { c.quiet = d }
+	return func(c *surveyConfig) error {
+		if d <= 0 {
+			return fmt.Errorf("%w: SurveyQuiet(%v): the quiet period must be positive", ErrInvalidOption, d)
+		}
+		c.quiet = d
+		return nil
+	}
 }
 
 // SurveyMeta adds meta keys to the help broadcast Survey sends, as
@@ -50,14 +57,15 @@ func SurveyQuiet(d time.Duration) SurveyOption {
 // as in SendMessage. Given several times, the maps are merged, later keys
 // winning; meta is copied, not kept.
 func SurveyMeta(meta map[string]any) SurveyOption {
-	return func(c *surveyConfig) {
+	return func(c *surveyConfig) error {
 		if len(meta) == 0 {
-			return
+			return nil
 		}
 		if c.meta == nil {
 			c.meta = make(map[string]any, len(meta))
 		}
 		maps.Copy(c.meta, meta)
+		return nil
 	}
 }
 
@@ -89,7 +97,9 @@ const surveySuffix = ".survey"
 func Survey(ctx context.Context, a *Agent, opts ...SurveyOption) (map[string]map[string]ActionHelp, error) {
 	cfg := surveyConfig{quiet: DefaultSurveyQuiet}
 	for _, o := range opts {
-		o(&cfg)
+		if err := o(&cfg); err != nil {
+			return nil, err
+		}
 	}
 	bounded := ""
 	if _, ok := ctx.Deadline(); !ok {

@@ -127,3 +127,22 @@ func TestSurveyMetaRefusesFrameworkKeys(t *testing.T) {
 		t.Errorf("SurveyMeta with deadline: %v, want ErrMalformedMessage", err)
 	}
 }
+
+// A quiet period that is not positive is a mistake Survey reports, naming
+// the option, before it broadcasts anything.
+func TestSurveyQuietMustBePositive(t *testing.T) {
+	asker := agency.MustNewAgent("Asker")
+	seen := make(chan struct{}, 1)
+	joinLocal(t, asker, surveyed("Other", "Asker", seen))
+	for _, d := range []time.Duration{0, -time.Second} {
+		_, err := agency.Survey(callCtx(t), asker, agency.SurveyQuiet(d))
+		if !errors.Is(err, agency.ErrInvalidOption) || !strings.Contains(err.Error(), "SurveyQuiet") {
+			t.Errorf("SurveyQuiet(%v): %v, want ErrInvalidOption naming SurveyQuiet", d, err)
+		}
+	}
+	select {
+	case <-seen:
+		t.Error("Other was asked for help: Survey broadcast despite its invalid option")
+	default:
+	}
+}

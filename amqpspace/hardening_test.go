@@ -134,7 +134,7 @@ func TestWideMessages(t *testing.T) {
 		t.Helper()
 		m := p.receive()
 		var ae *agency.ActionError
-		if m.Action != agency.ErrorAction || !errors.As(m.Err(), &ae) || ae.Type != agency.ErrorInvalidArgs || m.ParentID != parent {
+		if m.Action != agency.ErrorAction || !errors.As(m.Err(), &ae) || ae.Type != agency.TypeInvalidArgs || m.ParentID != parent {
 			t.Fatalf("received %.300v, want an [error] invalid_args answering %q", m, parent)
 		}
 		if len(ae.Text) > 4096 {

@@ -203,7 +203,7 @@ func (mem *member) unanswerable(d amqp.Delivery, broadcast bool, cause error) bo
 	reply := &agency.Message{
 		To: env.from, From: mem.id, ID: agency.NewID(), ParentID: env.id,
 		Action: agency.ErrorAction,
-		Args:   &agency.ActionError{Type: agency.ErrorInvalidArgs, Text: fmt.Sprintf("%s could not read your message: %v", mem.id, cause)},
+		Args:   &agency.ActionError{Type: agency.TypeInvalidArgs, Text: fmt.Sprintf("%s could not read your message: %v", mem.id, cause)},
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.PublishTimeout)
 	defer cancel()
@@ -392,13 +392,13 @@ var (
 func pythonErrorType(text string) agency.ErrorType {
 	switch {
 	case pyNotFound.MatchString(text):
-		return agency.ErrorNotFound
+		return agency.TypeNotFound
 	case strings.HasPrefix(text, "PermissionError:"):
-		return agency.ErrorPermissionDenied
+		return agency.TypePermissionDenied
 	case pyBadArgument.MatchString(text):
-		return agency.ErrorInvalidArgs
+		return agency.TypeInvalidArgs
 	}
-	return agency.ErrorActionFailed
+	return agency.TypeActionFailed
 }
 
 // goToPython translates a message this library encoded into

@@ -32,7 +32,7 @@ func TestPythonShapeRoundTrip(t *testing.T) {
 		{To: "User", From: "Calculator", ID: "6", ParentID: "4", Action: agency.ResponseAction},
 		{To: "User", From: "Calculator", ID: "7", ParentID: "4", Action: agency.ResponseAction, Args: map[string]any{"name": "x", "args": "y"}},
 		{To: "User", From: "Calculator", ID: "8", ParentID: "4", Action: agency.ErrorAction,
-			Args: &agency.ActionError{Type: agency.ErrorPermissionDenied, Text: `"Calculator.add" not permitted for "User"`}},
+			Args: &agency.ActionError{Type: agency.TypePermissionDenied, Text: `"Calculator.add" not permitted for "User"`}},
 		{To: "Ünïcode-ü", From: "Sender<&>", ID: "9\u2028", Action: "name", Args: map[string]string{"name": "args"}},
 	}
 	for _, m := range msgs {
@@ -99,9 +99,9 @@ func TestPythonMessagesDecode(t *testing.T) {
 		{"response", `{"meta": {"parent_id": "g-1", "id": "u-5"}, "from": "Py", "to": "Go", "action": {"name": "[response]", "args": {"value": {"x": [1, 2]}}}}`,
 			agency.Message{To: "Go", From: "Py", ID: "u-5", ParentID: "g-1", Action: agency.ResponseAction, Args: json.RawMessage(`{"x": [1, 2]}`)}},
 		{"error", `{"meta": {"parent_id": "g-2", "id": "u-6"}, "from": "Py", "to": "Go", "action": {"name": "[error]", "args": {"error": "ValueError: boom"}}}`,
-			agency.Message{To: "Go", From: "Py", ID: "u-6", ParentID: "g-2", Action: agency.ErrorAction, Args: &agency.ActionError{Type: agency.ErrorActionFailed, Text: "ValueError: boom"}}},
+			agency.Message{To: "Go", From: "Py", ID: "u-6", ParentID: "g-2", Action: agency.ErrorAction, Args: &agency.ActionError{Type: agency.TypeActionFailed, Text: "ValueError: boom"}}},
 		{"error typed by a Go space", `{"meta":{"id":"g-3","parent_id":"u-7"},"from":"Go","to":"Py","action":{"name":"[error]","args":{"type":"timeout","error":"too late"}}}`,
-			agency.Message{To: "Py", From: "Go", ID: "g-3", ParentID: "u-7", Action: agency.ErrorAction, Args: &agency.ActionError{Type: agency.ErrorTimeout, Text: "too late"}}},
+			agency.Message{To: "Py", From: "Go", ID: "g-3", ParentID: "u-7", Action: agency.ErrorAction, Args: &agency.ActionError{Type: agency.TypeTimeout, Text: "too late"}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -156,15 +156,15 @@ func TestPythonMessagesRefused(t *testing.T) {
 // <message>"; the type is inferred from the texts its Agent raises.
 func TestPythonErrorType(t *testing.T) {
 	for text, want := range map[string]agency.ErrorType{
-		`AttributeError: "nope" not found on "Py"`:                                  agency.ErrorNotFound,
-		`PermissionError: "Py.secret" not permitted`:                                agency.ErrorPermissionDenied,
-		`TypeError: PyAgent.shout() got an unexpected keyword argument 'txt'`:       agency.ErrorInvalidArgs,
-		`TypeError: PyAgent.shout() missing 1 required positional argument: 'text'`: agency.ErrorInvalidArgs,
-		`ValueError: boom`:                                              agency.ErrorActionFailed,
-		`ValueError: user not found`:                                    agency.ErrorActionFailed,
-		`AttributeError: 'NoneType' object has no attribute 'x'`:        agency.ErrorActionFailed,
-		`TypeError: unsupported operand type(s) for +: 'int' and 'str'`: agency.ErrorActionFailed,
-		``: agency.ErrorActionFailed,
+		`AttributeError: "nope" not found on "Py"`:                                  agency.TypeNotFound,
+		`PermissionError: "Py.secret" not permitted`:                                agency.TypePermissionDenied,
+		`TypeError: PyAgent.shout() got an unexpected keyword argument 'txt'`:       agency.TypeInvalidArgs,
+		`TypeError: PyAgent.shout() missing 1 required positional argument: 'text'`: agency.TypeInvalidArgs,
+		`ValueError: boom`:                                              agency.TypeActionFailed,
+		`ValueError: user not found`:                                    agency.TypeActionFailed,
+		`AttributeError: 'NoneType' object has no attribute 'x'`:        agency.TypeActionFailed,
+		`TypeError: unsupported operand type(s) for +: 'int' and 'str'`: agency.TypeActionFailed,
+		``: agency.TypeActionFailed,
 	} {
 		if got := pythonErrorType(text); got != want {
 			t.Errorf("pythonErrorType(%q) = %s, want %s", text, got, want)

@@ -580,7 +580,7 @@ func TestPythonSurvivesGoTraffic(t *testing.T) {
 			// Stray responses and errors.
 			for _, m := range []*agency.Message{
 				{To: pyID, ParentID: "nothing", Action: agency.ResponseAction, Args: 1},
-				{To: pyID, ParentID: "nothing", Action: agency.ErrorAction, Args: &agency.ActionError{Type: agency.ErrorActionFailed, Text: "stray"}},
+				{To: pyID, ParentID: "nothing", Action: agency.ErrorAction, Args: &agency.ActionError{Type: agency.TypeActionFailed, Text: "stray"}},
 			} {
 				if _, err := goAgent.SendMessage(ctx, m); err != nil {
 					t.Fatal(err)
@@ -654,7 +654,7 @@ func calculator() *agency.Agent {
 	agency.Handle(a, "add", func(_ context.Context, args addArgs) (float64, error) { return args.A + args.B, nil },
 		agency.Describe("Adds two numbers"), agency.Returns("the sum"))
 	agency.Handle(a, "secret", func(context.Context, struct{}) (bool, error) { return true, nil },
-		agency.WithAccess(agency.Denied))
+		agency.AccessForAll(agency.Denied))
 	return a
 }
 

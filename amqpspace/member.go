@@ -615,7 +615,7 @@ func (mem *member) malformed(d amqp.Delivery, broadcast bool, cause error) {
 	reply := &agency.Message{
 		To: env.From, From: mem.id, ID: agency.NewID(), ParentID: meta.ID,
 		Action: agency.ErrorAction,
-		Args:   &agency.ActionError{Type: agency.ErrorInvalidArgs, Text: fmt.Sprintf("%s could not read your message: %v", mem.id, cause)},
+		Args:   &agency.ActionError{Type: agency.TypeInvalidArgs, Text: fmt.Sprintf("%s could not read your message: %v", mem.id, cause)},
 	}
 	if agency.ValidateID(meta.ID) != nil {
 		reply.ParentID = ""

@@ -176,22 +176,22 @@ func TestBadWireInput(t *testing.T) {
 	})
 	t.Run("wrong shape", func(t *testing.T) {
 		p.publish(bob.ID(), []byte(`{"to":"`+bob.ID()+`","from":"`+p.id+`","action":{"__meta__":{"id":"shape-1"},"add":[1,2]}}`), amqp.Publishing{})
-		p.expectError("shape-1", agency.ErrorInvalidArgs, "could not read your message")
+		p.expectError("shape-1", agency.TypeInvalidArgs, "could not read your message")
 		good()
 	})
 	t.Run("wrong shape without an id", func(t *testing.T) {
 		p.publish(bob.ID(), []byte(`{"to":"`+bob.ID()+`","from":"`+p.id+`","action":"add"}`), amqp.Publishing{})
-		p.expectError("", agency.ErrorInvalidArgs, "could not read your message")
+		p.expectError("", agency.TypeInvalidArgs, "could not read your message")
 		good()
 	})
 	t.Run("unknown action", func(t *testing.T) {
 		p.request(bob.ID(), "unknown-1", "subtract", addArgs{A: 1, B: 2})
-		p.expectError("unknown-1", agency.ErrorNotFound, "subtract")
+		p.expectError("unknown-1", agency.TypeNotFound, "subtract")
 		good()
 	})
 	t.Run("wrong argument types", func(t *testing.T) {
 		p.request(bob.ID(), "types-1", "add", map[string]any{"a": "one", "b": 2})
-		p.expectError("types-1", agency.ErrorInvalidArgs, "a")
+		p.expectError("types-1", agency.TypeInvalidArgs, "a")
 		good()
 	})
 	t.Run("over the size limit", func(t *testing.T) {
@@ -470,7 +470,7 @@ func answersStayInTheSpace(t *testing.T, foreign string) {
 	for _, action := range []string{agency.ResponseAction, agency.ErrorAction} {
 		m := &agency.Message{To: foreign, ParentID: "x", Action: action, Args: "stray"}
 		if action == agency.ErrorAction {
-			m.Args = &agency.ActionError{Type: agency.ErrorActionFailed, Text: "stray"}
+			m.Args = &agency.ActionError{Type: agency.TypeActionFailed, Text: "stray"}
 		}
 		if _, err := a.SendMessage(ctx, m); err != nil {
 			t.Fatal(err)

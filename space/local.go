@@ -21,8 +21,11 @@ type Local struct {
 	taps    taps // tap.go
 }
 
-// LocalOption configures NewLocal.
-type LocalOption func(*Local)
+// LocalOption configures NewLocal. One with a wrong value makes NewLocal
+// panic, with an error matching agency.ErrInvalidOption that names it:
+// NewLocal returns no error, so that it can be written wherever a space is
+// wanted, and a wrong option is a programmer's mistake, caught at once.
+type LocalOption func(*Local) error
 
 // MaxMessageSize bounds the encoding of a message in the space to n bytes,
 // as a space that crosses a wire bounds it (amqpspace's
@@ -31,20 +34,26 @@ type LocalOption func(*Local)
 // response would be larger gets agency.ErrResponseTooLarge at once. Without
 // it a Local space, which never encodes a message, has no limit; with it,
 // each message is encoded once to be measured, which costs what encoding
-// costs: it is for tests of code that will run over a wire. MaxMessageSize
-// panics if n is not positive.
+// costs: it is for tests of code that will run over a wire. n must be
+// positive.
 func MaxMessageSize(n int) LocalOption {
-	if n <= 0 {
-		panic(fmt.Sprintf("space: MaxMessageSize(%d): the limit must be positive", n))
+	return func(s *Local) error {
+		if n <= 0 {
+			return fmt.Errorf("space: %w: MaxMessageSize(%d): the limit must be positive", agency.ErrInvalidOption, n)
+		}
+		s.maxSize = n
+		return nil
 	}
-	return func(s *Local) { s.maxSize = n }
 }
 
-// NewLocal returns an empty in-process space.
+// NewLocal returns an empty in-process space. It panics if an option has a
+// wrong value (see LocalOption).
 func NewLocal(opts ...LocalOption) *Local {
 	s := &Local{agents: newAgentTable()}
 	for _, o := range opts {
-		o(s)
+		if err := o(s); err != nil {
+			panic(err)
+		}
 	}
 	return s
 }

@@ -22,7 +22,7 @@ func Example_survey() {
 
 	calc := agency.MustNewAgent("Calculator")
 	agency.Handle(calc, "add", addNumbers, agency.Describe("Adds two numbers"))
-	agency.Handle(calc, "sub", addNumbers, agency.WithAccess(agency.Denied)) // hidden from everyone
+	agency.Handle(calc, "sub", addNumbers, agency.AccessForAll(agency.Denied)) // hidden from everyone
 	clock := agency.MustNewAgent("Clock")
 	agency.Handle(clock, "now", func(context.Context, struct{}) (string, error) { return "noon", nil })
 	user := agency.MustNewAgent("User")

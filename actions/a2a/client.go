@@ -210,10 +210,10 @@ func (r *Remote) register() error {
 				if check != nil {
 					var v any
 					if err := json.Unmarshal(args, &v); err != nil {
-						return nil, agency.InvalidArgs("the arguments of %q are not JSON: %v", r.agent.ID()+"."+skill, err)
+						return nil, agency.InvalidArgsf("the arguments of %q are not JSON: %v", r.agent.ID()+"."+skill, err)
 					}
 					if err := check.Validate(v); err != nil {
-						return nil, agency.InvalidArgs("invalid arguments for %q: %v (send \"help\" for the argument schema)", r.agent.ID()+"."+skill, err)
+						return nil, agency.InvalidArgsf("invalid arguments for %q: %v (send \"help\" for the argument schema)", r.agent.ID()+"."+skill, err)
 					}
 				}
 				return r.callSkill(ctx, skill, args)
@@ -224,7 +224,7 @@ func (r *Remote) register() error {
 					Message string `json:"message"`
 				}
 				if err := json.Unmarshal(args, &a); err != nil || a.Message == "" {
-					return nil, agency.InvalidArgs(`%s.%s takes {"message": text}: the message is missing`, r.agent.ID(), skill)
+					return nil, agency.InvalidArgsf(`%s.%s takes {"message": text}: the message is missing`, r.agent.ID(), skill)
 				}
 				return r.talk(ctx, conversationKey(agency.MessageFrom(ctx)), skill, a.Message)
 			}, opts...)
@@ -548,9 +548,9 @@ func (r *Remote) cancelTask(id a2a.TaskID) {
 // transportError is the error of a call that got no answer.
 func (r *Remote) transportError(ctx context.Context, what string, err error) error {
 	if errors.Is(ctx.Err(), context.DeadlineExceeded) || errors.Is(err, context.DeadlineExceeded) {
-		return agency.ActionFailed("%v %s at %s did not answer in time (%s): %v", ErrRemote, r.agent.ID(), r.cfg.URL, what, err)
+		return agency.ActionFailedf("%v %s at %s did not answer in time (%s): %v", ErrRemote, r.agent.ID(), r.cfg.URL, what, err)
 	}
-	return agency.ActionFailed("%v %s at %s: %s failed: %v", ErrRemote, r.agent.ID(), r.cfg.URL, what, err)
+	return agency.ActionFailedf("%v %s at %s: %s failed: %v", ErrRemote, r.agent.ID(), r.cfg.URL, what, err)
 }
 
 // taskError turns a task that failed into the error of its type.
@@ -571,18 +571,18 @@ func (r *Remote) taskError(task *a2a.Task) error {
 		text = "the remote task ended " + string(task.Status.State)
 	}
 	switch agency.ErrorType(typ) {
-	case agency.ErrorInvalidArgs:
-		return agency.InvalidArgs("%s", text)
-	case agency.ErrorPermissionDenied:
-		return agency.PermissionDenied("%s", text)
+	case agency.TypeInvalidArgs:
+		return agency.InvalidArgsf("%s", text)
+	case agency.TypePermissionDenied:
+		return agency.PermissionDeniedf("%s", text)
 	}
 	if task.Status.State == a2a.TaskStateAuthRequired {
-		return agency.PermissionDenied("%s (the remote agent asks for authentication)", text)
+		return agency.PermissionDeniedf("%s (the remote agent asks for authentication)", text)
 	}
-	if typ != "" && typ != string(agency.ErrorActionFailed) {
+	if typ != "" && typ != string(agency.TypeActionFailed) {
 		text = typ + ": " + text
 	}
-	return agency.ActionFailed("%s", text)
+	return agency.ActionFailedf("%s", text)
 }
 
 // partsText joins the text of parts; data parts are given as JSON.

@@ -115,19 +115,19 @@ func (e *executor) Execute(ctx context.Context, ec *a2asrv.ExecutorContext) iter
 		}
 		c, err := parseCall(ec.Message)
 		if err != nil {
-			yield(failure(ec, string(agency.ErrorInvalidArgs), err.Error()), nil)
+			yield(failure(ec, string(agency.TypeInvalidArgs), err.Error()), nil)
 			return
 		}
 		caller := s.callerOf(ec)
 		proxy, err := s.caller(ctx, caller)
 		if err != nil {
-			yield(failure(ec, string(agency.ErrorActionFailed), err.Error()), nil)
+			yield(failure(ec, string(agency.TypeActionFailed), err.Error()), nil)
 			return
 		}
 		if s.requested(ctx, proxy, e.agent, c.Action) {
 			p := &pending{Caller: caller, Instance: s.cfg.Instance, ContextID: ec.ContextID, Call: c, MessageID: agency.NewID(), Since: time.Now().UTC()}
 			if err := s.putPending(ctx, e.agent, ec.TaskID, p); err != nil {
-				yield(failure(ec, string(agency.ErrorActionFailed), "keeping the call for approval: "+err.Error()), nil)
+				yield(failure(ec, string(agency.TypeActionFailed), "keeping the call for approval: "+err.Error()), nil)
 				return
 			}
 			s.stageApproval(ec.TaskID, p)
@@ -142,7 +142,7 @@ func (e *executor) Execute(ctx context.Context, ec *a2asrv.ExecutorContext) iter
 		stop := context.AfterFunc(s.ctx, cancel)
 		defer stop()
 		if !s.track(ec.TaskID, cancel) {
-			yield(failure(ec, string(agency.ErrorActionFailed), "the server is shutting down: send the message again later"), nil)
+			yield(failure(ec, string(agency.TypeActionFailed), "the server is shutting down: send the message again later"), nil)
 			return
 		}
 		defer s.untrack(ec.TaskID)
@@ -151,7 +151,7 @@ func (e *executor) Execute(ctx context.Context, ec *a2asrv.ExecutorContext) iter
 			return // canceled: the cancelation writes the task's end
 		}
 		if s.ctx.Err() != nil {
-			yield(failure(ec, string(agency.ErrorActionFailed), "the server shut down while this call ran; whether the action ran is not known: check, and send it again if need be"), nil)
+			yield(failure(ec, string(agency.TypeActionFailed), "the server shut down while this call ran; whether the action ran is not known: check, and send it again if need be"), nil)
 			return
 		}
 		for _, ev := range outcome(ec, c, res, err) {
@@ -242,11 +242,11 @@ func errorOf(err error) (typ, text string) {
 	case errors.As(err, &ae):
 		return string(ae.Type), ae.Text
 	case errors.Is(err, agency.ErrNoRecipient):
-		return string(agency.ErrorNotFound), err.Error()
+		return string(agency.TypeNotFound), err.Error()
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, agency.ErrTimeout):
-		return string(agency.ErrorTimeout), "the call took longer than this server waits: " + err.Error()
+		return string(agency.TypeTimeout), "the call took longer than this server waits: " + err.Error()
 	}
-	return string(agency.ErrorActionFailed), err.Error()
+	return string(agency.TypeActionFailed), err.Error()
 }
 
 // call sends the call to agent from proxy and waits for the answer.
@@ -397,7 +397,7 @@ func (s *Server) resume(ctx context.Context) error {
 				continue // it waits for approval: sent again below
 			}
 			info := a2a.TaskInfo{TaskID: a2a.TaskID(d.ID)}
-			msg := failureMessage(info, string(agency.ErrorActionFailed),
+			msg := failureMessage(info, string(agency.TypeActionFailed),
 				"the server restarted while this call ran; whether the action ran is not known: check, and send it again if need be")
 			if err := sv.tasks.finish(ctx, a2a.TaskID(d.ID), a2a.TaskStateFailed, msg, nil); err != nil {
 				s.logger.Warn("a2a: a task interrupted by a restart not ended", "agent", sv.id, "task", d.ID, "error", err)

@@ -57,7 +57,7 @@ func calculator(ap *approvals, started chan<- struct{}, release <-chan struct{})
 		agency.Describe("Adds two numbers"), agency.Returns("the sum"), agency.Example(AddArgs{A: 1, B: 2}))
 	agency.Handle(calc, "divide", func(_ context.Context, a DivideArgs) (float64, error) {
 		if a.B == 0 {
-			return 0, agency.ActionFailed("cannot divide %v by zero: give a divisor b other than 0", a.A)
+			return 0, agency.ActionFailedf("cannot divide %v by zero: give a divisor b other than 0", a.A)
 		}
 		return a.A / a.B, nil
 	}, agency.Describe("Divides a by b"))

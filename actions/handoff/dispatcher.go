@@ -178,7 +178,7 @@ func (e *dispatchError) Error() string    { return "handoff: " + e.text }
 func (e *dispatchError) Unwrap() error    { return e.sentinel }
 func (e *dispatchError) forModel() string { return string(e.typ) + ": " + e.text }
 func invalidf(format string, args ...any) error {
-	return &dispatchError{agency.ErrorInvalidArgs, fmt.Sprintf(format, args...), ErrInvalid}
+	return &dispatchError{agency.TypeInvalidArgs, fmt.Sprintf(format, args...), ErrInvalid}
 }
 
 // add returns t with h added, or why it cannot be.
@@ -187,7 +187,7 @@ func (d *Dispatcher) add(t []entry, h Handoff, enabled bool) ([]entry, error) {
 		return nil, invalidf("name: %q must match ^[a-zA-Z0-9_-]{1,64}$ and hold no \"__\" (the tools of other agents have it)", h.Name)
 	}
 	if !slices.Contains(d.authorized, h.Target) {
-		return nil, &dispatchError{agency.ErrorPermissionDenied,
+		return nil, &dispatchError{agency.TypePermissionDenied,
 			fmt.Sprintf("handoff target %q is not authorized (authorized: %s)", h.Target, strings.Join(d.authorized, ", ")), ErrUnauthorized}
 	}
 	if n := utf8.RuneCountInString(h.Description); n == 0 || n > maxDescription {
@@ -197,13 +197,13 @@ func (d *Dispatcher) add(t []entry, h Handoff, enabled bool) ([]entry, error) {
 		return nil, invalidf("message: must hold at most %d characters, not %d", maxMessage, n)
 	}
 	if slices.ContainsFunc(t, func(e entry) bool { return e.Name == h.Name }) {
-		return nil, &dispatchError{agency.ErrorInvalidArgs, fmt.Sprintf("handoff %q already exists; enable, disable or delete it, or create one with another name", h.Name), ErrExists}
+		return nil, &dispatchError{agency.TypeInvalidArgs, fmt.Sprintf("handoff %q already exists; enable, disable or delete it, or create one with another name", h.Name), ErrExists}
 	}
 	return append(slices.Clone(t), entry{Handoff: h, Enabled: enabled}), nil
 }
 
 func unknown(name string) error {
-	return &dispatchError{agency.ErrorInvalidArgs, fmt.Sprintf("no handoff %q", name), ErrUnknown}
+	return &dispatchError{agency.TypeInvalidArgs, fmt.Sprintf("no handoff %q", name), ErrUnknown}
 }
 
 func del(t []entry, name string) ([]entry, error) {

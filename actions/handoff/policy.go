@@ -541,9 +541,9 @@ func take(ctx context.Context, st store.Store, ev events, self string, t Transfe
 	c, err := updateConv(ctx, st, t.owner(), t.Conversation, func(c *Conversation, exists bool) (store.Changes, error) {
 		switch {
 		case exists && c.Version > t.Version:
-			return store.Changes{}, agency.ActionFailed("%v: conversation %q is at version %d, the handoff at %d (it is stale, or was taken over already)", ErrMovedOn, t.Conversation, c.Version, t.Version)
+			return store.Changes{}, agency.ActionFailedf("%v: conversation %q is at version %d, the handoff at %d (it is stale, or was taken over already)", ErrMovedOn, t.Conversation, c.Version, t.Version)
 		case exists && c.Version == t.Version && c.Active != self:
-			return store.Changes{}, agency.ActionFailed("%v: conversation %q at version %d is held by %q", ErrMovedOn, t.Conversation, c.Version, c.Active)
+			return store.Changes{}, agency.ActionFailedf("%v: conversation %q at version %d is held by %q", ErrMovedOn, t.Conversation, c.Version, c.Active)
 		}
 		*c = Conversation{ID: t.Conversation, Owner: t.owner(), Active: self, User: t.User, Vars: t.Vars, Version: t.Version + 1,
 			Hops: t.Hops, Path: slices.Clone(t.Path), Status: StatusActive}

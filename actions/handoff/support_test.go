@@ -229,7 +229,7 @@ func TestSupportForged(t *testing.T) {
 
 func isPermissionDenied(err error) bool {
 	ae, ok := err.(*agency.ActionError)
-	return ok && ae.Type == agency.ErrorPermissionDenied
+	return ok && ae.Type == agency.TypePermissionDenied
 }
 
 // A-parallel: two transfers in one reply make one handoff; the second

@@ -392,7 +392,7 @@ func (t *Team) Run(ctx context.Context, s Start) (Result, error) {
 		var ae *agency.ActionError
 		switch {
 		case err == nil:
-		case errors.As(err, &ae) && ae.Type == agency.ErrorActionFailed:
+		case errors.As(err, &ae) && ae.Type == agency.TypeActionFailed:
 			// the agent failed its turn and said why
 		default:
 			return Result{Last: holder, Status: RunFailed}, fmt.Errorf("handoff: Run: the say to %s: %w", holder, err)
@@ -498,7 +498,7 @@ func (u *teamUser) say(ctx context.Context, args openai.SayArgs) (string, error)
 	defer u.mu.Unlock()
 	r := u.runs[conv]
 	if r == nil {
-		return "", agency.InvalidArgs("no conversation %q is under way with %s", conv, u.agent.ID())
+		return "", agency.InvalidArgsf("no conversation %q is under way with %s", conv, u.agent.ID())
 	}
 	h := heard{from: m.From, text: args.Content}
 	h.final, _ = m.Meta[metaFinal].(bool)

@@ -192,7 +192,7 @@ func (h *Agent) register() error {
 				"action_failed": "the command did not finish in time, or sh could not be started",
 			}),
 			agency.Example(ShellArgs{Command: "ls -la"}),
-			agency.WithAccess(agency.Requested)),
+			agency.AccessForAll(agency.Requested)),
 		agency.Register(h.agent, "read_file", h.readFile,
 			agency.Describe(fmt.Sprintf("Reads a UTF-8 text file on the host machine and returns its content. %s "+
 				"Files larger than %d bytes are refused. A human approves each call.", paths, h.cfg.maxBytes)),
@@ -201,7 +201,7 @@ func (h *Agent) register() error {
 				"action_failed": "the file does not exist, is a directory, is too large, is not UTF-8 text, or lies outside the root",
 			}),
 			agency.Example(ReadArgs{Path: "notes.txt"}),
-			agency.WithAccess(agency.Requested)),
+			agency.AccessForAll(agency.Requested)),
 		agency.Register(h.agent, "write_file", h.writeFile,
 			agency.Describe("Writes text to a file on the host machine, replacing the file if it exists and creating it and any missing parent directories if not. "+
 				paths+" A human approves each call."),
@@ -210,7 +210,7 @@ func (h *Agent) register() error {
 				"action_failed": "the file cannot be written, or lies outside the root",
 			}),
 			agency.Example(WriteArgs{Path: "notes/today.txt", Content: "buy milk\n"}),
-			agency.WithAccess(agency.Requested)),
+			agency.AccessForAll(agency.Requested)),
 		agency.Register(h.agent, "list_files", h.listFiles,
 			agency.Describe("Lists the entries of a directory on the host machine, sorted by name, without descending into subdirectories. "+
 				paths+" A human approves each call."),
@@ -219,6 +219,6 @@ func (h *Agent) register() error {
 				"action_failed": "the directory does not exist, is not a directory, or lies outside the root",
 			}),
 			agency.Example(ListArgs{Path: "."}),
-			agency.WithAccess(agency.Requested)),
+			agency.AccessForAll(agency.Requested)),
 	)
 }

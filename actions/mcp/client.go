@@ -224,7 +224,7 @@ func (c *Client) current(ctx context.Context) (*sdk.ClientSession, error) {
 	switch {
 	case c.closed:
 		c.mu.Unlock()
-		return nil, agency.ActionFailed("the MCP server of %q was closed", c.agent.ID())
+		return nil, agency.ActionFailedf("the MCP server of %q was closed", c.agent.ID())
 	case c.session != nil:
 		cs := c.session
 		c.mu.Unlock()
@@ -232,12 +232,12 @@ func (c *Client) current(ctx context.Context) (*sdk.ClientSession, error) {
 	case time.Now().Before(c.retryAt):
 		wait, last := time.Until(c.retryAt), c.lastErr
 		c.mu.Unlock()
-		return nil, agency.ActionFailed("the MCP server of %q is down (%v); the next start is in %v", c.agent.ID(), last, wait.Round(time.Millisecond))
+		return nil, agency.ActionFailedf("the MCP server of %q is down (%v); the next start is in %v", c.agent.ID(), last, wait.Round(time.Millisecond))
 	}
 	c.mu.Unlock()
 	cs, err := c.start(ctx)
 	if err != nil {
-		return nil, agency.ActionFailed("%v", err)
+		return nil, agency.ActionFailedf("%v", err)
 	}
 	// Its tools may have changed while it was down.
 	go func() {
@@ -406,10 +406,10 @@ func (c *Client) handler(ct *clientTool) agency.JSONHandler {
 		if ct.validate != nil {
 			var v any
 			if err := json.Unmarshal(args, &v); err != nil {
-				return nil, agency.InvalidArgs("the arguments of %q are not JSON: %v", c.agent.ID()+"."+ct.name, err)
+				return nil, agency.InvalidArgsf("the arguments of %q are not JSON: %v", c.agent.ID()+"."+ct.name, err)
 			}
 			if err := ct.validate.Validate(v); err != nil {
-				return nil, agency.InvalidArgs("invalid arguments for %q: %v (send \"help\" for the argument schema)", c.agent.ID()+"."+ct.name, err)
+				return nil, agency.InvalidArgsf("invalid arguments for %q: %v (send \"help\" for the argument schema)", c.agent.ID()+"."+ct.name, err)
 			}
 		}
 		cs, err := c.current(ctx)
@@ -424,15 +424,15 @@ func (c *Client) handler(ct *clientTool) agency.JSONHandler {
 			var rpcErr *jsonrpc.Error
 			if errors.As(err, &rpcErr) {
 				// The server answered, with an error of the protocol.
-				return nil, agency.ActionFailed("the MCP server of %q refused the call of %q: %v", c.agent.ID(), ct.name, err)
+				return nil, agency.ActionFailedf("the MCP server of %q refused the call of %q: %v", c.agent.ID(), ct.name, err)
 			}
 			// The connection is lost: the server is taken as dead, and
 			// the next call starts it again.
 			c.down(cs, err)
-			return nil, agency.ActionFailed("the MCP server of %q died during the call of %q (%v); the next call starts it again", c.agent.ID(), ct.name, err)
+			return nil, agency.ActionFailedf("the MCP server of %q died during the call of %q (%v); the next call starts it again", c.agent.ID(), ct.name, err)
 		}
 		if res.IsError {
-			return nil, agency.ActionFailed("%s", contentText(res.Content, "the tool reported an error without text"))
+			return nil, agency.ActionFailedf("%s", contentText(res.Content, "the tool reported an error without text"))
 		}
 		return resultValue(res)
 	}

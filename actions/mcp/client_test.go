@@ -229,7 +229,7 @@ func TestClientServerKilledMidCall(t *testing.T) {
 
 func TestClientToolOptions(t *testing.T) {
 	ctx, _, user := joinTestServer(t,
-		mcp.ToolOptions("fail", agency.WithAccess(agency.Denied)),
+		mcp.ToolOptions("fail", agency.AccessForAll(agency.Denied)),
 		mcp.ToolOptions("echo", agency.AccessBySender(map[string]agency.Access{"User": agency.Permitted}, agency.Denied)),
 		mcp.ToolOptions("*", agency.AccessBySender(map[string]agency.Access{"User": agency.Denied}, agency.Permitted)))
 	help, err := agency.Call[map[string]agency.ActionHelp](ctx, user, "Tools", "help", nil)

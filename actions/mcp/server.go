@@ -484,7 +484,7 @@ func (s *Server) progress(ctx context.Context, args ProgressArgs) (struct{}, err
 	c := s.calls[args.RequestID]
 	s.mu.Unlock()
 	if c == nil || c.to != from {
-		return struct{}{}, agency.InvalidArgs("no call %q from this MCP server to %q is under way", args.RequestID, from)
+		return struct{}{}, agency.InvalidArgsf("no call %q from this MCP server to %q is under way", args.RequestID, from)
 	}
 	err := c.session.NotifyProgress(ctx, &sdk.ProgressNotificationParams{
 		ProgressToken: c.token, Progress: args.Progress, Total: args.Total, Message: args.Message,

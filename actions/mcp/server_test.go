@@ -37,7 +37,7 @@ func calculator(t *testing.T, release <-chan struct{}) *agency.Agent {
 		agency.Describe("Adds two numbers"), agency.Returns("the sum"))
 	agency.Handle(calc, "divide", func(_ context.Context, a AddArgs) (float64, error) {
 		if a.B == 0 {
-			return 0, agency.ActionFailed("division by zero: b must not be 0")
+			return 0, agency.ActionFailedf("division by zero: b must not be 0")
 		}
 		return a.A / a.B, nil
 	}, agency.Describe("Divides a by b"))

@@ -406,7 +406,7 @@ func TestUnauthorized(t *testing.T) {
 	f.start([]string{"User"})
 	_, err := f.say(f.user, "hi")
 	var ae *agency.ActionError
-	if !errors.As(err, &ae) || ae.Type != agency.ErrorActionFailed || !strings.HasPrefix(ae.Text, "Sorry, ") {
+	if !errors.As(err, &ae) || ae.Type != agency.TypeActionFailed || !strings.HasPrefix(ae.Text, "Sorry, ") {
 		t.Fatalf("error %v", err)
 	}
 	h := f.heardNext()

@@ -265,7 +265,7 @@ func newVault(v *vault) *agency.Agent {
 	a := agency.MustNewAgent("Vault", agency.Hooks(v))
 	agency.Handle(a, "open", func(ctx context.Context, _ NoArgs) (string, error) {
 		return "opened", nil
-	}, agency.Describe("Opens the vault"), agency.WithAccess(agency.Requested))
+	}, agency.Describe("Opens the vault"), agency.AccessForAll(agency.Requested))
 	agency.Handle(a, "wipe", func(ctx context.Context, _ NoArgs) (string, error) {
 		return "wiped", nil
 	}, agency.Describe("Wipes the vault"), agency.AccessBySender(map[string]agency.Access{"Assistant": agency.Denied}, agency.Permitted))

@@ -73,12 +73,12 @@ func (a *Agent) ownerOf(m *agency.Message) (string, error) {
 		return m.From, nil
 	}
 	if !slices.Contains(a.relays, m.From) {
-		return "", agency.PermissionDenied("%s does not take %s from %s: only the agents named with openai.Relays may speak for others; say without it to talk in a conversation of your own",
+		return "", agency.PermissionDeniedf("%s does not take %s from %s: only the agents named with openai.Relays may speak for others; say without it to talk in a conversation of your own",
 			a.agent.ID(), MetaOnBehalfOf, m.From)
 	}
 	owner, _ := v.(string)
 	if err := agency.ValidateID(owner); err != nil {
-		return "", agency.InvalidArgs("%s: %v", MetaOnBehalfOf, err)
+		return "", agency.InvalidArgsf("%s: %v", MetaOnBehalfOf, err)
 	}
 	return owner, nil
 }
@@ -207,7 +207,7 @@ func (a *Agent) serve(ctx context.Context, owner, conv, partner string, user *Me
 		deliver(text, nil)
 		a.forget(ctx, t)
 		if errors.Is(err, agency.ErrMessageTooLarge) {
-			return "", &agency.ActionError{Type: agency.ErrorResponseTooLarge, Text: text}
+			return "", &agency.ActionError{Type: agency.TypeResponseTooLarge, Text: text}
 		}
 		return "", errors.New(text)
 	}
@@ -490,7 +490,7 @@ func (a *Agent) callTool(ctx context.Context, conv string, k toolKey, tc ToolCal
 	}
 	if !isObject(args) {
 		text := fmt.Sprintf("the arguments of %s must be a JSON object, not %s", tc.Name, clip(string(args), 200))
-		return callResult{err: &agency.ActionError{Type: agency.ErrorInvalidArgs, Text: text}, content: "error: invalid_args: " + text}
+		return callResult{err: &agency.ActionError{Type: agency.TypeInvalidArgs, Text: text}, content: "error: invalid_args: " + text}
 	}
 	meta := make(map[string]any, len(extra)+4)
 	maps.Copy(meta, extra)

@@ -35,7 +35,7 @@ func (h hooks) HandleActionError(ctx context.Context, m *agency.Message, err *ag
 		return
 	}
 	if err == nil {
-		err = &agency.ActionError{Type: agency.ErrorActionFailed, Text: "an error without a text"}
+		err = &agency.ActionError{Type: agency.TypeActionFailed, Text: "an error without a text"}
 	}
 	c.answered(ctx, stepID, m.From, "", err)
 }

@@ -131,7 +131,7 @@ func (c *Coordinator) find(ctx context.Context, user, planID, session string) (s
 
 func (c *Coordinator) humanFeedback(ctx context.Context, args front.Feedback) (front.Receipt, error) {
 	if args.StepID == "" {
-		return front.Receipt{}, agency.InvalidArgs("step_id: required for human_feedback (approve_step_or_steps takes every step)")
+		return front.Receipt{}, agency.InvalidArgsf("step_id: required for human_feedback (approve_step_or_steps takes every step)")
 	}
 	r, err := c.feedback(ctx, args)
 	if err == nil && r.Refused == "" {
@@ -158,7 +158,7 @@ func (c *Coordinator) approve(ctx context.Context, args front.Feedback) (front.R
 // feedback approves or rejects one step or every step that has not run.
 func (c *Coordinator) feedback(ctx context.Context, args front.Feedback) (front.Receipt, error) {
 	if args.StepID == "" && args.UpdatedAction != "" {
-		return front.Receipt{}, agency.InvalidArgs("updated_action: needs a step_id: it replaces what one step does")
+		return front.Receipt{}, agency.InvalidArgsf("updated_action: needs a step_id: it replaces what one step does")
 	}
 	id, err := c.find(ctx, args.UserID, args.PlanID, args.SessionID)
 	if err != nil {
@@ -268,7 +268,7 @@ func update(st *Step, action string) error {
 	}
 	var obj map[string]json.RawMessage
 	if err := json.Unmarshal([]byte(action), &obj); err != nil {
-		return agency.InvalidArgs("updated_action: for the action %s of %s it must be a JSON object of the action's arguments", st.Action, st.Agent)
+		return agency.InvalidArgsf("updated_action: for the action %s of %s it must be a JSON object of the action's arguments", st.Action, st.Agent)
 	}
 	st.Args, st.UpdatedAction = json.RawMessage(action), action
 	return nil

@@ -215,7 +215,7 @@ func runOnce[A, R any](ctx context.Context, st store.Store, id string, fresh ide
 	if herr != nil {
 		var ae *agency.ActionError
 		if !errors.As(herr, &ae) {
-			ae = &agency.ActionError{Type: agency.ErrorActionFailed, Text: herr.Error()}
+			ae = &agency.ActionError{Type: agency.TypeActionFailed, Text: herr.Error()}
 		}
 		done.Error = &idemError{Type: ae.Type, Text: ae.Text}
 	} else {

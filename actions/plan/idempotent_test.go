@@ -30,7 +30,7 @@ func TestIdempotent(t *testing.T) {
 		once.Do(func() { close(started) })
 		<-release
 		if it.N < 0 {
-			return 0, agency.InvalidArgs("n: must not be negative")
+			return 0, agency.InvalidArgsf("n: must not be negative")
 		}
 		return it.N * 2, nil
 	}))

@@ -113,10 +113,10 @@ func conversation(ctx context.Context) string {
 func (c *Coordinator) submitPlan(ctx context.Context, args SubmitPlan) (Submitted, error) {
 	id := conversation(ctx)
 	if id == "" {
-		return Submitted{}, agency.InvalidArgs("submit_plan must be sent in the conversation of a plan (__meta__.conversation = the plan id)")
+		return Submitted{}, agency.InvalidArgsf("submit_plan must be sent in the conversation of a plan (__meta__.conversation = the plan id)")
 	}
 	if len(args.Steps) == 0 && args.Clarification == "" {
-		return Submitted{}, agency.InvalidArgs("steps: at least one step is required, unless you ask a clarification_request")
+		return Submitted{}, agency.InvalidArgsf("steps: at least one step is required, unless you ask a clarification_request")
 	}
 	specs, err := c.checkSteps(ctx, args.Steps)
 	if err != nil {
@@ -124,7 +124,7 @@ func (c *Coordinator) submitPlan(ctx context.Context, args SubmitPlan) (Submitte
 	}
 	err = c.update(ctx, id, false, func(s *state) error {
 		if !s.plan.Planning {
-			return agency.ActionFailed("plan %s is not waiting for a plan now (it is %s); there is nothing to submit", id, s.plan.Status)
+			return agency.ActionFailedf("plan %s is not waiting for a plan now (it is %s); there is nothing to submit", id, s.plan.Status)
 		}
 		from, err := s.replaceFrom(args.ReplaceFrom)
 		if err != nil {
@@ -170,7 +170,7 @@ func (c *Coordinator) submitPlan(ctx context.Context, args SubmitPlan) (Submitte
 	})
 	switch {
 	case err == errPlanGone:
-		return Submitted{}, agency.InvalidArgs("there is no plan %q (the conversation's id)", id)
+		return Submitted{}, agency.InvalidArgsf("there is no plan %q (the conversation's id)", id)
 	case err != nil:
 		return Submitted{}, err
 	}
@@ -214,15 +214,15 @@ func (s *state) replaceFrom(asked int) (int, error) {
 		return max(first, lowest), nil
 	}
 	if asked < lowest {
-		return 0, agency.InvalidArgs("replace_from: step %d has run or is running; replace_from must be at least %d", lowest-1, lowest)
+		return 0, agency.InvalidArgsf("replace_from: step %d has run or is running; replace_from must be at least %d", lowest-1, lowest)
 	}
 	for _, st := range s.steps {
 		if st.blocking() && st.Seq < asked {
-			return 0, agency.InvalidArgs("replace_from: step %d was %s and must be replaced; replace_from must be at most %d", st.Seq, st.Status, st.Seq)
+			return 0, agency.InvalidArgsf("replace_from: step %d was %s and must be replaced; replace_from must be at most %d", st.Seq, st.Status, st.Seq)
 		}
 	}
 	if asked > len(s.steps)+1 {
-		return 0, agency.InvalidArgs("replace_from: the plan has %d steps; replace_from must be at most %d", len(s.steps), len(s.steps)+1)
+		return 0, agency.InvalidArgsf("replace_from: the plan has %d steps; replace_from must be at most %d", len(s.steps), len(s.steps)+1)
 	}
 	return asked, nil
 }
@@ -269,7 +269,7 @@ func (c *Coordinator) checkSteps(ctx context.Context, specs []StepSpec) ([]StepS
 		problems = append(problems, checkArgs(i, h.Args, sp.Args)...)
 	}
 	if len(problems) > 0 {
-		return nil, agency.InvalidArgs("%s", strings.Join(problems, "; "))
+		return nil, agency.InvalidArgsf("%s", strings.Join(problems, "; "))
 	}
 	return out, nil
 }

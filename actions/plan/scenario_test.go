@@ -403,7 +403,7 @@ func TestScenarioDAuthorization(t *testing.T) {
 
 func isDenied(err error) bool {
 	ae, ok := err.(*agency.ActionError)
-	return ok && ae.Type == agency.ErrorPermissionDenied
+	return ok && ae.Type == agency.TypePermissionDenied
 }
 
 // A planner that never answers a request (its process died during the

@@ -215,9 +215,9 @@ func errorType(err error) string {
 	case errors.As(err, &ae):
 		return string(ae.Type)
 	case errors.Is(err, agency.ErrTimeout), errors.Is(err, context.DeadlineExceeded):
-		return string(agency.ErrorTimeout)
+		return string(agency.TypeTimeout)
 	case errors.Is(err, agency.ErrNoRecipient):
-		return string(agency.ErrorNotFound)
+		return string(agency.TypeNotFound)
 	}
 	return "_OTHER"
 }

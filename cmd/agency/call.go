@@ -108,7 +108,7 @@ func (s *session) explain(err error, agent, action string, o *options) error {
 	case errors.Is(err, agency.ErrTimeout):
 		return fmt.Errorf("%s.%s: no answer within %v (set --timeout to wait longer): %w", agent, action, o.timeout, err)
 	case errors.As(err, &ae):
-		if ae.Type == agency.ErrorNotFound {
+		if ae.Type == agency.TypeNotFound {
 			return fmt.Errorf("%s.%s: %w\n`agency help %s` lists its actions", agent, action, err, agent)
 		}
 		return fmt.Errorf("%s.%s: %w", agent, action, err)

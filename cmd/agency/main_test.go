@@ -111,7 +111,7 @@ func calcSpace(t *testing.T) (url, exchange, calcID string) {
 		B float64 `json:"b"`
 	}) (float64, error) {
 		if args.B == 0 {
-			return 0, agency.ActionFailed("division by zero: give a b other than 0")
+			return 0, agency.ActionFailedf("division by zero: give a b other than 0")
 		}
 		return args.A / args.B, nil
 	}, agency.Describe("Divides a by b"))

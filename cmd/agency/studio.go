@@ -384,7 +384,7 @@ func (st *studio) call(w http.ResponseWriter, r *http.Request) {
 		case errors.As(err, &ae):
 			res.ErrorType, res.Error = string(ae.Type), ae.Text
 		case errors.Is(err, agency.ErrNoRecipient):
-			res.ErrorType, res.Error = string(agency.ErrorNotFound), err.Error()
+			res.ErrorType, res.Error = string(agency.TypeNotFound), err.Error()
 		default:
 			res.ErrorType, res.Error = "failed", err.Error()
 		}

@@ -168,7 +168,7 @@ func calculator() *agency.Agent {
 		agency.Describe("Adds two numbers"), agency.Returns("the sum"), agency.Example(Operands{A: 1, B: 2}))
 	agency.Handle(calc, "divide", func(_ context.Context, o Operands) (float64, error) {
 		if o.B == 0 {
-			return 0, agency.ActionFailed("cannot divide %v by zero: give a divisor b other than 0", o.A)
+			return 0, agency.ActionFailedf("cannot divide %v by zero: give a divisor b other than 0", o.A)
 		}
 		return o.A / o.B, nil
 	}, agency.Describe("Divides a by b"), agency.Returns("the quotient"), agency.Example(Operands{A: 6, B: 3}))

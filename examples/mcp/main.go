@@ -64,7 +64,7 @@ func newCalculator() *agency.Agent {
 	}, agency.Describe("Adds two numbers"), agency.Returns("a + b"), agency.Example(Args{A: 1, B: 2}))
 	agency.Handle(calc, "divide", func(_ context.Context, a Args) (float64, error) {
 		if a.B == 0 {
-			return 0, agency.ActionFailed("division by zero: b must not be 0")
+			return 0, agency.ActionFailedf("division by zero: b must not be 0")
 		}
 		return a.A / a.B, nil
 	}, agency.Describe("Divides a by b"), agency.Returns("a / b"))
@@ -82,7 +82,7 @@ func approveReset(ctx context.Context, _ ResetArgs) (bool, error) {
 	if agency.MessageFrom(ctx).Meta[mcp.MetaApproved] == "elicitation" {
 		return true, nil
 	}
-	return false, agency.PermissionDenied("reset needs a person's approval, and this caller's MCP client cannot ask one (it does not support elicitation)")
+	return false, agency.PermissionDeniedf("reset needs a person's approval, and this caller's MCP client cannot ask one (it does not support elicitation)")
 }
 
 func main() {

@@ -52,15 +52,15 @@ func counted(a *agency.Agent, name string, ran *atomic.Int32, opts ...agency.Act
 func testDenied(e *env) {
 	var ran atomic.Int32
 	target := e.newAgent("Target")
-	counted(target, "secret", &ran, agency.WithAccess(agency.Denied))
+	counted(target, "secret", &ran, agency.AccessForAll(agency.Denied))
 	in := &inbox{}
 	caller := e.newAgent("Caller", agency.Hooks(in))
 	e.add(target, caller)
 
 	_, err := e.request(caller, target.ID(), "secret", nil)
-	wantActionError(e.t, err, agency.ErrPermissionDenied, agency.ErrorPermissionDenied)
+	wantActionError(e.t, err, agency.ErrPermissionDenied, agency.TypePermissionDenied)
 	id := e.send(caller, target.ID(), "secret", nil)
-	wantActionError(e.t, in.repliesTo(e.t, id, 1)[0].err, agency.ErrPermissionDenied, agency.ErrorPermissionDenied)
+	wantActionError(e.t, in.repliesTo(e.t, id, 1)[0].err, agency.ErrPermissionDenied, agency.TypePermissionDenied)
 	if n := ran.Load(); n != 0 {
 		e.t.Errorf("denied handler ran %d times", n)
 	}
@@ -72,7 +72,7 @@ func testRequestedGranted(e *env) {
 	var ran atomic.Int32
 	g := &gate{decide: func(context.Context, *agency.Message) bool { return true }}
 	target := e.newAgent("Target", agency.Hooks(g))
-	counted(target, "guarded", &ran, agency.WithAccess(agency.Requested))
+	counted(target, "guarded", &ran, agency.AccessForAll(agency.Requested))
 	caller := e.newAgent("Caller")
 	e.add(target, caller)
 
@@ -94,12 +94,12 @@ func testRequestedRejected(e *env) {
 	var ran atomic.Int32
 	g := &gate{decide: func(context.Context, *agency.Message) bool { return false }}
 	target := e.newAgent("Target", agency.Hooks(g))
-	counted(target, "guarded", &ran, agency.WithAccess(agency.Requested))
+	counted(target, "guarded", &ran, agency.AccessForAll(agency.Requested))
 	caller := e.newAgent("Caller")
 	e.add(target, caller)
 
 	_, err := e.request(caller, target.ID(), "guarded", nil)
-	wantActionError(e.t, err, agency.ErrPermissionDenied, agency.ErrorPermissionDenied)
+	wantActionError(e.t, err, agency.ErrPermissionDenied, agency.TypePermissionDenied)
 	if asked := g.asked.all(); len(asked) != 1 {
 		e.t.Errorf("permission asked %d times, want once", len(asked))
 	}
@@ -114,7 +114,7 @@ func testRequestedRejected(e *env) {
 func testRequestedWithoutRequester(e *env) {
 	var ran atomic.Int32
 	target := e.newAgent("Target")
-	if err := agency.Register(target, "guarded", pong, agency.WithAccess(agency.Requested)); err == nil {
+	if err := agency.Register(target, "guarded", pong, agency.AccessForAll(agency.Requested)); err == nil {
 		e.t.Error("Register of a requested action that nothing approves: no error")
 	}
 	counted(target, "guarded", &ran, agency.AccessFunc(func(*agency.Message) agency.Access { return agency.Requested }))
@@ -122,7 +122,7 @@ func testRequestedWithoutRequester(e *env) {
 	e.add(target, caller)
 
 	_, err := e.request(caller, target.ID(), "guarded", nil)
-	wantActionError(e.t, err, agency.ErrPermissionDenied, agency.ErrorPermissionDenied)
+	wantActionError(e.t, err, agency.ErrPermissionDenied, agency.TypePermissionDenied)
 	if n := ran.Load(); n != 0 {
 		e.t.Errorf("handler ran %d times without permission", n)
 	}
@@ -147,7 +147,7 @@ func testAccessBySender(e *env) {
 		e.t.Errorf("op for a requested, granted sender = %q, want ok", v)
 	}
 	_, err := e.request(stranger, target.ID(), "op", nil)
-	wantActionError(e.t, err, agency.ErrPermissionDenied, agency.ErrorPermissionDenied)
+	wantActionError(e.t, err, agency.ErrPermissionDenied, agency.TypePermissionDenied)
 
 	asked := g.asked.all()
 	if len(asked) != 1 || asked[0].From != asker.ID() {
@@ -183,7 +183,7 @@ func testAccessByMessage(e *env) {
 	_, err = caller.RequestMessage(e.ctx(), &agency.Message{
 		To: target.ID(), Action: "op", Meta: map[string]any{"role": "guest"},
 	})
-	wantActionError(e.t, err, agency.ErrPermissionDenied, agency.ErrorPermissionDenied)
+	wantActionError(e.t, err, agency.ErrPermissionDenied, agency.TypePermissionDenied)
 	if n := ran.Load(); n != 1 {
 		e.t.Errorf("handler ran %d times, want 1", n)
 	}
@@ -220,7 +220,7 @@ func testRequestedWhileRequesting(e *env) {
 		return err == nil && ok
 	}}
 	guarded := e.newAgent("Guarded", agency.Hooks(g))
-	counted(guarded, "launch", &ran, agency.WithAccess(agency.Requested))
+	counted(guarded, "launch", &ran, agency.AccessForAll(agency.Requested))
 	caller := e.newAgent("Caller")
 	e.add(human, guarded, caller)
 
@@ -250,7 +250,7 @@ func testRequestedWhileRequesting(e *env) {
 		case approve && err != nil:
 			e.t.Errorf("approved launch: %v", err)
 		case !approve:
-			wantActionError(e.t, err, agency.ErrPermissionDenied, agency.ErrorPermissionDenied)
+			wantActionError(e.t, err, agency.ErrPermissionDenied, agency.TypePermissionDenied)
 		}
 	}
 	if n := ran.Load(); n != 1 {

@@ -35,7 +35,7 @@ func testApprove(e *env) {
 		from := agency.MessageFrom(ctx).From
 		seen.add(approval{from: from, args: args})
 		if args.Target == "mars" {
-			return false, agency.PermissionDenied("mars is closed today, %s", from)
+			return false, agency.PermissionDeniedf("mars is closed today, %s", from)
 		}
 		return from != "", nil
 	}))
@@ -46,12 +46,12 @@ func testApprove(e *env) {
 		e.t.Errorf("approved launch = %q", v)
 	}
 	_, err := e.request(caller, target.ID(), "launch", map[string]any{"target": "mars"})
-	ae := wantActionError(e.t, err, agency.ErrPermissionDenied, agency.ErrorPermissionDenied)
+	ae := wantActionError(e.t, err, agency.ErrPermissionDenied, agency.TypePermissionDenied)
 	if want := "mars is closed today, " + caller.ID(); ae.Text != want {
 		e.t.Errorf("refusal text %q, want %q", ae.Text, want)
 	}
 	_, err = e.request(caller, target.ID(), "launch", map[string]any{"target": "venus"})
-	wantActionError(e.t, err, agency.ErrInvalidArgs, agency.ErrorInvalidArgs)
+	wantActionError(e.t, err, agency.ErrInvalidArgs, agency.TypeInvalidArgs)
 
 	want := []approval{{caller.ID(), launchArgs{"moon"}}, {caller.ID(), launchArgs{"mars"}}}
 	if got := seen.all(); !slices.Equal(got, want) {
@@ -95,9 +95,9 @@ func testApproveAsksAnotherAgent(e *env) {
 		e.t.Errorf("launch = %q", v)
 	}
 	_, err := e.request(caller, target.ID(), "land", launchArgs{Target: "moon"})
-	wantActionError(e.t, err, agency.ErrPermissionDenied, agency.ErrorPermissionDenied)
+	wantActionError(e.t, err, agency.ErrPermissionDenied, agency.TypePermissionDenied)
 	_, err = e.request(caller, target.ID(), "forbidden", launchArgs{Target: "moon"})
-	wantActionError(e.t, err, agency.ErrActionFailed, agency.ErrorActionFailed)
+	wantActionError(e.t, err, agency.ErrActionFailed, agency.TypeActionFailed)
 	if n := ran.Load(); n != 1 {
 		e.t.Errorf("handlers ran %d times, want 1", n)
 	}
@@ -109,7 +109,7 @@ func testApproveBeforePermissionRequester(e *env) {
 	var ran atomic.Int32
 	g := &gate{decide: func(context.Context, *agency.Message) bool { return true }}
 	target := e.newAgent("Target", agency.Hooks(g))
-	counted(target, "hooked", &ran, agency.WithAccess(agency.Requested))
+	counted(target, "hooked", &ran, agency.AccessForAll(agency.Requested))
 	agency.Handle(target, "approved", func(context.Context, empty) (string, error) {
 		ran.Add(1)
 		return "ok", nil
@@ -121,7 +121,7 @@ func testApproveBeforePermissionRequester(e *env) {
 		e.t.Errorf("hooked = %q", v)
 	}
 	_, err := e.request(caller, target.ID(), "approved", nil)
-	wantActionError(e.t, err, agency.ErrPermissionDenied, agency.ErrorPermissionDenied)
+	wantActionError(e.t, err, agency.ErrPermissionDenied, agency.TypePermissionDenied)
 	asked := g.asked.all()
 	if len(asked) != 1 || asked[0].Action != "hooked" {
 		e.t.Errorf("the PermissionRequester was asked about %v, want hooked only", asked)
@@ -152,7 +152,7 @@ func testAccessBySenderPrefix(e *env) {
 	}
 	for _, a := range []*agency.Agent{w2, boss, stranger} {
 		_, err := e.request(a, target.ID(), "op", nil)
-		wantActionError(e.t, err, agency.ErrPermissionDenied, agency.ErrorPermissionDenied)
+		wantActionError(e.t, err, agency.ErrPermissionDenied, agency.TypePermissionDenied)
 	}
 	if names := helpNames(call[helpMap](e, w1, target.ID(), agency.HelpAction, nil)); !slices.Equal(names, []string{"op"}) {
 		e.t.Errorf("%s's help lists %v, want [op]", w1.ID(), names)

@@ -134,14 +134,14 @@ func testNilRequiredRefused(e *env) {
 		{"nested", nestedListArgs{Inner: listArgs{Items: []string{}}}, []string{"inner.tags: missing required field"}},
 	} {
 		_, err := e.request(caller, worker.ID(), tc.action, tc.args)
-		typed := wantActionError(e.t, err, agency.ErrInvalidArgs, agency.ErrorInvalidArgs)
+		typed := wantActionError(e.t, err, agency.ErrInvalidArgs, agency.TypeInvalidArgs)
 		mustContain(e.t, "the error", typed.Text, tc.want...)
 		raw, jerr := json.Marshal(tc.args)
 		if jerr != nil {
 			e.t.Fatal(jerr)
 		}
 		_, err = e.request(caller, worker.ID(), tc.action, json.RawMessage(raw))
-		wire := wantActionError(e.t, err, agency.ErrInvalidArgs, agency.ErrorInvalidArgs)
+		wire := wantActionError(e.t, err, agency.ErrInvalidArgs, agency.TypeInvalidArgs)
 		if typed.Text != wire.Text {
 			e.t.Errorf("%s(%#v):\n Go value: %q\n     JSON: %q\nwant the same error", tc.action, tc.args, typed.Text, wire.Text)
 		}
@@ -172,7 +172,7 @@ func testErrorTextBounded(e *env) {
 	}
 	b.WriteString("}")
 	_, err := e.request(caller, calc.ID(), "add", json.RawMessage(b.String()))
-	ae := wantActionError(e.t, err, agency.ErrInvalidArgs, agency.ErrorInvalidArgs)
+	ae := wantActionError(e.t, err, agency.ErrInvalidArgs, agency.TypeInvalidArgs)
 	if n := len(ae.Text); n > 4096 {
 		e.t.Errorf("the error's text is %d bytes, want at most 4096", n)
 	}
@@ -184,7 +184,7 @@ func testErrorTextBounded(e *env) {
 	// Long names are cut too.
 	long := strings.Repeat("x", 100_000)
 	_, err = e.request(caller, calc.ID(), "add", json.RawMessage(`{"a":1,"b":2,"`+long+`":0}`))
-	ae = wantActionError(e.t, err, agency.ErrInvalidArgs, agency.ErrorInvalidArgs)
+	ae = wantActionError(e.t, err, agency.ErrInvalidArgs, agency.TypeInvalidArgs)
 	if n := len(ae.Text); n > 4096 {
 		e.t.Errorf("the error about one long name is %d bytes, want at most 4096", n)
 	}
@@ -198,15 +198,15 @@ func testErrorTextBounded(e *env) {
 	agency.Handle(loud, "refuse", func(_ context.Context, args numArgs) (bool, error) {
 		switch args.N {
 		case 1:
-			return false, agency.InvalidArgs("%s", story)
+			return false, agency.InvalidArgsf("%s", story)
 		case 2:
-			return false, agency.PermissionDenied("%s", story)
+			return false, agency.PermissionDeniedf("%s", story)
 		}
-		return false, agency.ActionFailed("%s", story)
+		return false, agency.ActionFailedf("%s", story)
 	})
 	e.add(loud)
 	_, err = e.request(caller, loud.ID(), "fail", nil)
-	ae = wantActionError(e.t, err, agency.ErrActionFailed, agency.ErrorActionFailed)
+	ae = wantActionError(e.t, err, agency.ErrActionFailed, agency.TypeActionFailed)
 	if n := len(ae.Text); n > 4096 {
 		e.t.Errorf("the handler's error reached its caller with %d bytes of text, want at most 4096", n)
 	}
@@ -217,9 +217,9 @@ func testErrorTextBounded(e *env) {
 		sentinel error
 		typ      agency.ErrorType
 	}{
-		{1, agency.ErrInvalidArgs, agency.ErrorInvalidArgs},
-		{2, agency.ErrPermissionDenied, agency.ErrorPermissionDenied},
-		{3, agency.ErrActionFailed, agency.ErrorActionFailed},
+		{1, agency.ErrInvalidArgs, agency.TypeInvalidArgs},
+		{2, agency.ErrPermissionDenied, agency.TypePermissionDenied},
+		{3, agency.ErrActionFailed, agency.TypeActionFailed},
 	} {
 		_, err = e.request(caller, loud.ID(), "refuse", numArgs{N: tc.n})
 		ae = wantActionError(e.t, err, tc.sentinel, tc.typ)

@@ -107,7 +107,7 @@ func testHelpUnknownAction(e *env) {
 	e.add(calc, asker)
 
 	_, err := e.request(asker, calc.ID(), agency.HelpAction, agency.HelpArgs{ActionName: "divide"})
-	ae := wantActionError(e.t, err, agency.ErrNotFound, agency.ErrorNotFound)
+	ae := wantActionError(e.t, err, agency.ErrNotFound, agency.TypeNotFound)
 	mustContain(e.t, "error text", ae.Text, "divide")
 }
 
@@ -217,7 +217,7 @@ func testHelpHidesDenied(e *env) {
 	agency.Handle(target, "public", pong)
 	agency.Handle(target, "private", pong,
 		agency.AccessBySender(map[string]agency.Access{friend.ID(): agency.Permitted}, agency.Denied))
-	agency.Handle(target, "forbidden", pong, agency.WithAccess(agency.Denied))
+	agency.Handle(target, "forbidden", pong, agency.AccessForAll(agency.Denied))
 	e.add(target, friend, stranger)
 
 	if names := helpNames(call[helpMap](e, stranger, target.ID(), agency.HelpAction, nil)); !slices.Equal(names, []string{"public"}) {
@@ -227,7 +227,7 @@ func testHelpHidesDenied(e *env) {
 		e.t.Errorf("friend's help lists %v, want [private public]", names)
 	}
 	_, err := e.request(stranger, target.ID(), agency.HelpAction, agency.HelpArgs{ActionName: "private"})
-	wantActionError(e.t, err, agency.ErrNotFound, agency.ErrorNotFound)
+	wantActionError(e.t, err, agency.ErrNotFound, agency.TypeNotFound)
 	h := call[helpMap](e, friend, target.ID(), agency.HelpAction, agency.HelpArgs{ActionName: "private"})
 	if names := helpNames(h); !slices.Equal(names, []string{"private"}) {
 		e.t.Errorf("friend's help for private lists %v", names)

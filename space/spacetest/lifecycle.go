@@ -279,7 +279,7 @@ func testActionHooks(e *env) {
 	agency.Handle(target, "fail", func(context.Context, empty) (string, error) {
 		return "", errors.New("something went wrong")
 	})
-	agency.Handle(target, "secret", pong, agency.WithAccess(agency.Denied))
+	agency.Handle(target, "secret", pong, agency.AccessForAll(agency.Denied))
 	caller := e.newAgent("Caller")
 	e.add(target, caller)
 
@@ -292,7 +292,7 @@ func testActionHooks(e *env) {
 		e.t.Fatalf("fail: %v, want action_failed", err)
 	}
 	_, err := e.request(caller, target.ID(), "secret", nil)
-	wantActionError(e.t, err, agency.ErrPermissionDenied, agency.ErrorPermissionDenied)
+	wantActionError(e.t, err, agency.ErrPermissionDenied, agency.TypePermissionDenied)
 	// A call's hooks run before it is answered, so hook calls for the denied
 	// action, had there been any, would be recorded by now.
 	before := h.before.waitLen(e.t, "BeforeAction calls", 2)

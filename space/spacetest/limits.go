@@ -2,6 +2,7 @@ package spacetest
 
 import (
 	"context"
+	"fmt"
 	"regexp"
 	"strconv"
 	"strings"
@@ -11,8 +12,8 @@ import (
 	"github.com/seed72275b23/agency-go/space"
 )
 
-// Option configures Run.
-type Option func(*options)
+// Option configures Run, which fails the test on one with a wrong value.
+type Option func(*options) error
 
 type options struct {
 	limit        int
@@ -24,9 +25,18 @@ type options struct {
 // happens at the limit: a response over it reaches its caller at once as
 // an error of type response_too_large. The other tests use Run's own
 // constructor. Without SizeLimited, the Limits tests are skipped with a
-// note.
+// note. limit must be positive and newSpace not nil.
 func SizeLimited(limit int, newSpace func(t *testing.T) space.Space) Option {
-	return func(o *options) { o.limit, o.limitedSpace = limit, newSpace }
+	return func(o *options) error {
+		if limit <= 0 {
+			return fmt.Errorf("spacetest: %w: SizeLimited(%d, …): the limit must be positive", agency.ErrInvalidOption, limit)
+		}
+		if newSpace == nil {
+			return fmt.Errorf("spacetest: %w: SizeLimited(%d, nil): give the constructor of a space with that limit", agency.ErrInvalidOption, limit)
+		}
+		o.limit, o.limitedSpace = limit, newSpace
+		return nil
+	}
 }
 
 // limitsTests run on the space that SizeLimited makes.
@@ -55,7 +65,7 @@ func testResponseTooLarge(e *env) {
 	// The safety net is the only deadline: a caller left waiting fails
 	// with a timeout after it.
 	_, err := e.request(caller, big.ID(), "big", nil)
-	ae := wantActionError(e.t, err, agency.ErrResponseTooLarge, agency.ErrorResponseTooLarge)
+	ae := wantActionError(e.t, err, agency.ErrResponseTooLarge, agency.TypeResponseTooLarge)
 	mustContain(e.t, "the error", ae.Text, strconv.Itoa(e.limit))
 	if m := sizeInText.FindStringSubmatch(ae.Text); m == nil {
 		e.t.Errorf("the error %q names no size (\"N bytes\")", ae.Text)

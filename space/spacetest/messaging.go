@@ -84,7 +84,7 @@ func testSendAndError(e *env) {
 	if r.msg.Action != agency.ErrorAction || r.msg.From != target.ID() || r.msg.To != sender.ID() {
 		e.t.Errorf("error response %v: want an [error] from %s to %s", r.msg, target.ID(), sender.ID())
 	}
-	ae := wantActionError(e.t, r.err, agency.ErrActionFailed, agency.ErrorActionFailed)
+	ae := wantActionError(e.t, r.err, agency.ErrActionFailed, agency.TypeActionFailed)
 	mustContain(e.t, "error text", ae.Text, "something went wrong")
 	if err := r.msg.Err(); !errors.Is(err, agency.ErrActionFailed) {
 		e.t.Errorf("Message.Err() = %v, want action_failed", err)
@@ -226,11 +226,11 @@ func testRequestAndError(e *env) {
 	if m != nil {
 		e.t.Errorf("Request returned a message %v along with its error", m)
 	}
-	ae := wantActionError(e.t, err, agency.ErrActionFailed, agency.ErrorActionFailed)
+	ae := wantActionError(e.t, err, agency.ErrActionFailed, agency.TypeActionFailed)
 	mustContain(e.t, "error text", ae.Text, "something went wrong")
 
 	_, err = e.request(caller, target.ID(), "refuse", nil)
-	ae = wantActionError(e.t, err, agency.ErrActionFailed, agency.ErrorActionFailed)
+	ae = wantActionError(e.t, err, agency.ErrActionFailed, agency.TypeActionFailed)
 	mustContain(e.t, "error text", ae.Text, "not today")
 }
 
@@ -273,8 +273,8 @@ func testRequestTimeout(e *env) {
 		e.t.Fatalf("error %v (%T): want ErrTimeout and context.DeadlineExceeded", err, err)
 	}
 	var ae *agency.ActionError
-	if errors.As(err, &ae) && ae.Type != agency.ErrorTimeout {
-		e.t.Errorf("error type %q, want %q", ae.Type, agency.ErrorTimeout)
+	if errors.As(err, &ae) && ae.Type != agency.TypeTimeout {
+		e.t.Errorf("error type %q, want %q", ae.Type, agency.TypeTimeout)
 	}
 	receive(e.t, started, "the action to start")
 	close(release)
@@ -336,12 +336,12 @@ func testUnknownActionPointToPoint(e *env) {
 	e.add(target, caller)
 
 	_, err := e.request(caller, target.ID(), "no_such_action", nil)
-	ae := wantActionError(e.t, err, agency.ErrNotFound, agency.ErrorNotFound)
+	ae := wantActionError(e.t, err, agency.ErrNotFound, agency.TypeNotFound)
 	mustContain(e.t, "error text", ae.Text, "no_such_action")
 
 	id := e.send(caller, target.ID(), "no_such_action", map[string]any{"x": 1})
 	r := in.repliesTo(e.t, id, 1)[0]
-	wantActionError(e.t, r.err, agency.ErrNotFound, agency.ErrorNotFound)
+	wantActionError(e.t, r.err, agency.ErrNotFound, agency.TypeNotFound)
 	if r.msg.From != target.ID() {
 		e.t.Errorf("not_found came from %s, want %s", r.msg.From, target.ID())
 	}
@@ -530,7 +530,7 @@ func testInvalidArgs(e *env) {
 			continue
 		}
 		var ae *agency.ActionError
-		if !errors.Is(err, agency.ErrInvalidArgs) || !errors.As(err, &ae) || ae.Type != agency.ErrorInvalidArgs {
+		if !errors.Is(err, agency.ErrInvalidArgs) || !errors.As(err, &ae) || ae.Type != agency.TypeInvalidArgs {
 			e.t.Errorf("%s: error %v (%T), want invalid_args", c.name, err, err)
 			continue
 		}
@@ -559,7 +559,7 @@ func testHandlerPanic(e *env) {
 
 	for i := range 2 {
 		_, err := e.request(caller, target.ID(), "explode", nil)
-		ae := wantActionError(e.t, err, agency.ErrActionFailed, agency.ErrorActionFailed)
+		ae := wantActionError(e.t, err, agency.ErrActionFailed, agency.TypeActionFailed)
 		mustContain(e.t, "error text", ae.Text, "kaboom")
 		if v := call[string](e, caller, target.ID(), "ping", nil); v != "pong" {
 			e.t.Errorf("ping after panic %d = %q, want pong", i+1, v)

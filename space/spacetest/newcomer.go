@@ -20,7 +20,7 @@ func testSendToAbsentAgentReported(e *env) {
 
 	id := e.send(sender, ghost, "ping", nil)
 	r := in.repliesTo(e.t, id, 1)[0]
-	ae := wantActionError(e.t, r.err, agency.ErrNotFound, agency.ErrorNotFound)
+	ae := wantActionError(e.t, r.err, agency.ErrNotFound, agency.TypeNotFound)
 	if !errors.Is(r.err, agency.ErrNoRecipient) {
 		e.t.Errorf("error %v: errors.Is(err, ErrNoRecipient) is false", r.err)
 	}
@@ -30,7 +30,7 @@ func testSendToAbsentAgentReported(e *env) {
 	}
 }
 
-// A handler's InvalidArgs, PermissionDenied and ActionFailed reach the
+// A handler's InvalidArgsf, PermissionDeniedf and ActionFailedf reach the
 // caller with their type and exactly their text; so does a sentinel
 // wrapped with fmt.Errorf, without the sentinel's own words; a bare
 // sentinel reads as its own words.
@@ -39,11 +39,11 @@ func testHandlerErrorText(e *env) {
 	agency.Handle(target, "check", func(_ context.Context, args numArgs) (bool, error) {
 		switch args.N {
 		case 1:
-			return false, agency.InvalidArgs("n must be even, not %d", args.N)
+			return false, agency.InvalidArgsf("n must be even, not %d", args.N)
 		case 2:
-			return false, agency.PermissionDenied("not for you")
+			return false, agency.PermissionDeniedf("not for you")
 		case 3:
-			return false, agency.ActionFailed("out of paper")
+			return false, agency.ActionFailedf("out of paper")
 		case 4:
 			return false, fmt.Errorf("%w: n must be below 4", agency.ErrInvalidArgs)
 		case 5:
@@ -60,12 +60,12 @@ func testHandlerErrorText(e *env) {
 		typ      agency.ErrorType
 		text     string
 	}{
-		{1, agency.ErrInvalidArgs, agency.ErrorInvalidArgs, "n must be even, not 1"},
-		{2, agency.ErrPermissionDenied, agency.ErrorPermissionDenied, "not for you"},
-		{3, agency.ErrActionFailed, agency.ErrorActionFailed, "out of paper"},
-		{4, agency.ErrInvalidArgs, agency.ErrorInvalidArgs, "n must be below 4"},
-		{5, agency.ErrPermissionDenied, agency.ErrorPermissionDenied, "not on fives"},
-		{6, agency.ErrInvalidArgs, agency.ErrorInvalidArgs, agency.ErrInvalidArgs.Error()},
+		{1, agency.ErrInvalidArgs, agency.TypeInvalidArgs, "n must be even, not 1"},
+		{2, agency.ErrPermissionDenied, agency.TypePermissionDenied, "not for you"},
+		{3, agency.ErrActionFailed, agency.TypeActionFailed, "out of paper"},
+		{4, agency.ErrInvalidArgs, agency.TypeInvalidArgs, "n must be below 4"},
+		{5, agency.ErrPermissionDenied, agency.TypePermissionDenied, "not on fives"},
+		{6, agency.ErrInvalidArgs, agency.TypeInvalidArgs, agency.ErrInvalidArgs.Error()},
 	} {
 		_, err := e.request(caller, target.ID(), "check", numArgs{N: tc.n})
 		if ae := wantActionError(e.t, err, tc.sentinel, tc.typ); ae.Text != tc.text {

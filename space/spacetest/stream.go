@@ -171,7 +171,7 @@ func testStreamErrorAfterParts(e *env) {
 	if len(s.parts) != 1 || s.answer != nil {
 		e.t.Fatalf("parts %q, answer %v: want one part and no answer", s.parts, s.answer)
 	}
-	wantActionError(e.t, s.err, agency.ErrActionFailed, agency.ErrorActionFailed)
+	wantActionError(e.t, s.err, agency.ErrActionFailed, agency.TypeActionFailed)
 }
 
 // A part that comes with a number past the next one (here, part 2 lost on

@@ -17,7 +17,7 @@ func testSurvey(e *env) {
 	asker := e.newAgent("Asker", agency.Hooks(in))
 	agency.Handle(asker, "own", pong)
 	workers := helpAgents(e, 3)
-	agency.Handle(workers[0], "secret", pong, agency.WithAccess(agency.Denied))
+	agency.Handle(workers[0], "secret", pong, agency.AccessForAll(agency.Denied))
 	e.add(asker)
 	e.add(workers...)
 

@@ -361,9 +361,9 @@ func (h *handler) fail(r *http.Request, err error) *httpError {
 		return errorf(http.StatusGatewayTimeout, "the coordinator %s did not answer in time", h.client.coordinator)
 	case errors.Is(err, context.Canceled):
 		return errorf(499, "the client went away")
-	case errors.As(err, &ae) && ae.Type == agency.ErrorInvalidArgs:
+	case errors.As(err, &ae) && ae.Type == agency.TypeInvalidArgs:
 		return invalid(fieldError{Loc: loc(ae.Text), Msg: ae.Text, Type: "value_error"})
-	case errors.As(err, &ae) && ae.Type == agency.ErrorPermissionDenied:
+	case errors.As(err, &ae) && ae.Type == agency.TypePermissionDenied:
 		return errorf(http.StatusInternalServerError, "the gateway agent %s may not call the coordinator: make it an approver (plan.Approver)", h.client.from.ID())
 	}
 	return h.internal(r, err)
