@@ -62,21 +62,6 @@ func conversationOf(m *agency.Message) string {
 // ends it.)
 func ConversationKey(owner, conversation string) string { return owner + " " + conversation }
 
-// downstream returns the conversation id that a message sent to the agent
-// to while serving owner's conversation conv carries: conv to its owner,
-// who knows it by that id (a plan coordinator that its planner calls
-// back, say), and ConversationKey(owner, conv) to any other agent (and to
-// a broadcast, to ""). A receiver keys a conversation by its sender and
-// its id, so two owners' conversations that share an id stay apart on the
-// next hop too: when Bob names Ann's conversation, the agents that this
-// one asks for him never hand him what they were told for her.
-func downstream(owner, conv, to string) string {
-	if to == owner {
-		return conv
-	}
-	return ConversationKey(owner, conv)
-}
-
 // ownerOf returns who owns the conversation a say names: its sender, or,
 // for a say from a trusted relay that carries __meta__.on_behalf_of,
 // the one the relay speaks for. A say from another agent that carries
@@ -219,7 +204,7 @@ func (a *Agent) turn(ctx context.Context, t *Turn, deliver func(string, map[stri
 			return answer, used, nil
 		}
 		if t.Step == 0 {
-			a.rediscover(ctx, downstream(t.Owner, t.Conversation, ""))
+			a.rediscover(ctx, t.Conversation)
 		}
 		ts, err := newToolSet(a.catalog.snapshot(a.allow, a.deny), req.Tools, owner)
 		if err != nil {
@@ -360,7 +345,7 @@ func (a *Agent) runCalls(ctx context.Context, t *Turn, ts toolSet, reply Message
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			done[i] <- a.call(ctx, downstream(t.Owner, t.Conversation, k.Agent), k, tc, reply.Content, meta)
+			done[i] <- a.call(ctx, t.Conversation, k, tc, reply.Content, meta)
 		}()
 	}
 	out := make([]Message, len(reply.ToolCalls))
