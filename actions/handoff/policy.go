@@ -489,8 +489,10 @@ func (p *Policy) serve(llm *openai.Agent, access agency.ActionOption) error {
 // A conversation the store knows is taken only from its holder, as the
 // store has it: either the sender committed the handoff to self in the
 // store (self holds it at the Transfer's version, and the sender is the
-// last on its path), or the sender holds it and the Transfer is at the
-// next version. Anything else is refused (see admit), as is a Transfer
+// last on its path), or the store has the sender as its holder at an
+// older version (the sender did not commit the handoff here: it keeps its
+// own store in another process, whose versions went on). Anything else
+// is refused (see admit), as is a Transfer
 // that names another user than the store's: a handoff never changes who
 // the user is.
 func take(ctx context.Context, st store.Store, ev events, self string, t Transfer) error {
@@ -521,8 +523,7 @@ func take(ctx context.Context, st store.Store, ev events, self string, t Transfe
 // admit reports why a Transfer from the agent from cannot make self the
 // holder of the conversation c that the store holds, if it cannot: a
 // later version (a resent handoff, or one another agent took; moved_on),
-// a sender that does not hold it or a version that is not the next
-// (not_holder), another user (refused).
+// a sender that does not hold it (not_holder), another user (refused).
 func admit(c Conversation, from, self string, t Transfer) error {
 	switch last := ""; {
 	case c.Version > t.Version:
@@ -538,8 +539,6 @@ func admit(c Conversation, from, self string, t Transfer) error {
 		}
 	case c.Active != from:
 		return agency.ActionFailed("%v: %s does not hold conversation %q: %s does, at version %d; only its holder hands it on", ErrNotHolder, from, t.Conversation, c.Active, c.Version)
-	case t.Version != c.Version+1:
-		return agency.ActionFailed("%v: conversation %q is at version %d, so its holder hands it on at %d, not at %d", ErrNotHolder, t.Conversation, c.Version, c.Version+1, t.Version)
 	}
 	if c.User != "" && t.User != c.User {
 		return agency.ActionFailed("%v: a handoff does not change the user of conversation %q (%s), and this one names %s", ErrRefused, t.Conversation, c.User, t.User)
