@@ -41,15 +41,35 @@ const (
 	// conversation it names. From any other agent a say that carries it is
 	// refused (permission_denied).
 	MetaOnBehalfOf = "on_behalf_of"
+	// MetaConversationOwner is the __meta__ key of the owner of the
+	// conversation a message is sent for: every request the agent makes
+	// while serving a conversation carries it beside the conversation's
+	// id. A receiver that keeps conversations by their sender and id
+	// keeps the conversations the sender serves for different owners
+	// apart by it: an Agent keeps a say from S with conversation c and
+	// conversation_owner X (not S) as S's conversation ConversationKey(X,
+	// c). It is no claim to be trusted (unlike on_behalf_of): it only
+	// splits the sender's own conversations.
+	MetaConversationOwner = "conversation_owner"
 )
 
 // conversationOf returns the conversation a message belongs to: its
-// __meta__.conversation, or its sender's id.
+// __meta__.conversation, or its sender's id; served for another owner
+// than its sender (__meta__.conversation_owner), the conversation's key
+// for that owner, so that a sender serving two owners that name one id
+// has two conversations here.
 func conversationOf(m *agency.Message) string {
-	if c, ok := m.Meta[metaConversation].(string); ok && c != "" {
+	c, ok := m.Meta[metaConversation].(string)
+	if !ok || c == "" {
+		c = m.From
+	}
+	if _, relayed := m.Meta[MetaOnBehalfOf]; relayed {
 		return c
 	}
-	return m.From
+	if o, ok := m.Meta[MetaConversationOwner].(string); ok && o != m.From && agency.ValidateID(o) == nil {
+		return ConversationKey(o, c)
+	}
+	return c
 }
 
 // ConversationKey is the key under which an agent keeps a conversation:
@@ -345,7 +365,7 @@ func (a *Agent) runCalls(ctx context.Context, t *Turn, ts toolSet, reply Message
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			done[i] <- a.call(ctx, t.Conversation, k, tc, reply.Content, meta)
+			done[i] <- a.call(ctx, t.Owner, t.Conversation, k, tc, reply.Content, meta)
 		}()
 	}
 	out := make([]Message, len(reply.ToolCalls))
@@ -401,7 +421,7 @@ func (a *Agent) callExtension(ctx context.Context, t *Turn, x Extension, tc Tool
 // call runs one call of a catalog tool as a Request and returns the
 // response and the tool's result: the JSON of the value, or a text that
 // starts with "error: " and the error's type.
-func (a *Agent) call(ctx context.Context, conv string, k toolKey, tc ToolCall, thoughts string, extra map[string]any) callResult {
+func (a *Agent) call(ctx context.Context, owner, conv string, k toolKey, tc ToolCall, thoughts string, extra map[string]any) callResult {
 	args := json.RawMessage(strings.TrimSpace(tc.Arguments))
 	if len(args) == 0 {
 		args = json.RawMessage("{}")
@@ -410,10 +430,13 @@ func (a *Agent) call(ctx context.Context, conv string, k toolKey, tc ToolCall, t
 		text := fmt.Sprintf("the arguments of %s must be a JSON object, not %s", tc.Name, clip(string(args), 200))
 		return callResult{err: &agency.ActionError{Type: agency.ErrorInvalidArgs, Text: text}, content: "error: invalid_args: " + text}
 	}
-	meta := make(map[string]any, len(extra)+3)
+	meta := make(map[string]any, len(extra)+4)
 	maps.Copy(meta, extra)
 	meta[metaToolCall] = tc.ID
 	meta[metaConversation] = conv
+	if owner != "" {
+		meta[MetaConversationOwner] = owner
+	}
 	if thoughts != "" {
 		meta[metaThoughts] = thoughts
 	}
