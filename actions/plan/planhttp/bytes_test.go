@@ -118,6 +118,11 @@ func TestBodyNotUTF8(t *testing.T) {
 	if resp.StatusCode != http.StatusNotFound {
 		t.Errorf("a plan was created: %d %s", resp.StatusCode, data)
 	}
+	// A surrogate pair, escaped, is one character and is taken.
+	resp, data = f.request("POST", "/input_task", `{"session_id":"s3","description":"smile \ud83d\ude00"}`, u1)
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(data), "smile \U0001F600") {
+		t.Errorf("POST /input_task with an escaped surrogate pair: %d %s", resp.StatusCode, data)
+	}
 }
 
 // A 5xx answer carries no internal error's text: the error is logged
