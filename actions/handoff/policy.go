@@ -491,10 +491,12 @@ func (p *Policy) serve(llm *openai.Agent, access agency.ActionOption) error {
 // store (self holds it at the Transfer's version, and the sender is the
 // last on its path), or the store has the sender as its holder at an
 // older version (the sender did not commit the handoff here: it keeps its
-// own store in another process, whose versions went on). Anything else
-// is refused (see admit), as is a Transfer
-// that names another user than the store's: a handoff never changes who
-// the user is.
+// own store in another process, whose versions went on; such a store
+// knows only the agent it handed the conversation to, so across stores a
+// conversation comes back only from that one: processes that pass a
+// conversation among more agents share one store). Anything else is
+// refused (see admit), as is a Transfer that names another user than the
+// store's: a handoff never changes who the user is.
 func take(ctx context.Context, st store.Store, ev events, self string, t Transfer) error {
 	var from string
 	if m := agency.MessageFrom(ctx); m != nil {
