@@ -501,8 +501,13 @@ func (c *conn) replyFailed(ctx context.Context, m *Message, action string, err e
 		// The caller would wait for a response that cannot be sent: it
 		// gets an error at once instead, small enough to pass. The
 		// response stays undelivered, and err says so to whoever sent it.
-		_ = c.reply(ctx, m, ErrorAction, &ActionError{Type: TypeResponseTooLarge, Text: fmt.Sprintf(
-			"the response of %s.%s is too large to send: %s", c.agent.id, m.Action, strings.TrimPrefix(err.Error(), ErrMessageTooLarge.Error()+": "))})
+		// Under a limit so small that this error is over it too, a short
+		// fixed text takes its place (under one that cannot carry even
+		// that, no response can pass at all).
+		if e := c.reply(ctx, m, ErrorAction, &ActionError{Type: TypeResponseTooLarge, Text: fmt.Sprintf(
+			"the response of %s.%s is too large to send: %s", c.agent.id, m.Action, strings.TrimPrefix(err.Error(), ErrMessageTooLarge.Error()+": "))}); errors.Is(e, ErrMessageTooLarge) {
+			_ = c.reply(ctx, m, ErrorAction, &ActionError{Type: TypeResponseTooLarge, Text: "too large"})
+		}
 	}
 	return err
 }

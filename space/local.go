@@ -31,7 +31,10 @@ type LocalOption func(*Local) error
 // as a space that crosses a wire bounds it (amqpspace's
 // Config.MaxMessageSize): a larger message is not delivered and its sender
 // gets an error matching agency.ErrMessageTooLarge; a caller whose
-// response would be larger gets agency.ErrResponseTooLarge at once. Without
+// response would be larger gets agency.ErrResponseTooLarge at once (with
+// a short fixed text when the full one is over the limit too; a limit too
+// small for even that, under about 200 bytes with ids of some twenty
+// bytes, leaves the caller to its deadline). Without
 // it a Local space, which never encodes a message, has no limit; with it,
 // each message is encoded once to be measured, which costs what encoding
 // costs: it is for tests of code that will run over a wire. n must be

@@ -1,10 +1,12 @@
 package space_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"go.uber.org/goleak"
 
@@ -39,5 +41,28 @@ func TestNewLocalRefusesAWrongOption(t *testing.T) {
 			}()
 			space.NewLocal(opt)
 		}()
+	}
+}
+
+// Under a limit so small that the response_too_large error, with its
+// text, is itself over it, the caller still hears at once: a short error
+// that fits takes its place.
+func TestTinyLimitStillAnswers(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	sp := space.NewLocal(space.MaxMessageSize(220))
+	defer sp.Close(context.Background())
+	big, caller := agency.MustNewAgent("Big-agent-with-a-long-name"), agency.MustNewAgent("Caller")
+	agency.Handle(big, "a_rather_long_action_name", func(context.Context, struct{}) (string, error) {
+		return strings.Repeat("x", 1000), nil
+	})
+	for _, a := range []*agency.Agent{big, caller} {
+		if err := sp.Add(ctx, a); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, err := agency.Call[string](ctx, caller, big.ID(), "a_rather_long_action_name", struct{}{})
+	if !errors.Is(err, agency.ErrResponseTooLarge) {
+		t.Fatalf("the call: %v, want response_too_large", err)
 	}
 }

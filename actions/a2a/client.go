@@ -367,13 +367,20 @@ func (r *Remote) talk(ctx context.Context, key, skill, text string) (string, err
 }
 
 // conversationKey keys the remote context by the sender and its
-// conversation, so that no sender continues another's.
+// conversation, so that no sender continues another's, and by the
+// conversation's owner when the sender serves it for another
+// (__meta__.conversation_owner), so that the remote never shows one owner
+// what it was told for another who named the same conversation.
 func conversationKey(m *agency.Message) string {
 	if m == nil {
 		return ""
 	}
 	c, _ := m.Meta["conversation"].(string)
-	return m.From + "\x00" + c
+	key := m.From + "\x00" + c
+	if o, _ := m.Meta[openai.MetaConversationOwner].(string); o != "" && o != m.From {
+		key += "\x00" + o
+	}
+	return key
 }
 
 // takeOver answers a conversation handed to the remote agent: its

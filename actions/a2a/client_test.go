@@ -170,3 +170,39 @@ func TestRemoteGone(t *testing.T) {
 		t.Fatalf("no card: %v", err)
 	}
 }
+
+// The remote context a say continues is its sender's conversation for
+// one owner: an agent that serves two owners who name one conversation
+// (__meta__.conversation_owner, as an LLM agent's tool calls carry it)
+// reaches two remote contexts, so the remote never shows one owner what
+// it was told for the other.
+func TestRemoteKeepsOwnersApart(t *testing.T) {
+	teller := agency.MustNewAgent("Teller")
+	agency.Handle(teller, "say", func(ctx context.Context, args openai.SayArgs) (string, error) {
+		c, _ := agency.MessageFrom(ctx).Meta["conversation"].(string)
+		return c, nil
+	}, agency.Describe("Tells the conversation it was said in"))
+	w := newWorld(t, "", false, teller)
+	_, asst := joined(t, a2a.RemoteConfig{URL: w.http.URL + "/agents/Teller/", ID: "RemoteTeller", PollInterval: 20 * time.Millisecond})
+	ctx := testCtx(t)
+	say := func(owner string) string {
+		t.Helper()
+		r, err := asst.RequestMessage(ctx, &agency.Message{To: "RemoteTeller", Action: "say", Args: openai.SayArgs{Content: "hi"},
+			Meta: map[string]any{"conversation": "Ann", openai.MetaConversationOwner: owner, "tool_call_id": "t"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		v, err := agency.Value[string](r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	ann, bob := say("Ann"), say("Bob")
+	if ann == bob {
+		t.Errorf("Ann's and Bob's says reached one remote context, %q", ann)
+	}
+	if again := say("Ann"); again != ann {
+		t.Errorf("Ann's second say reached %q, her first %q", again, ann)
+	}
+}

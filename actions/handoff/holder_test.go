@@ -16,9 +16,9 @@ import (
 )
 
 // One agent holds a conversation at a time: of two handoffs of one
-// conversation at one version, made at the same moment to two agents
-// that share the store, one is taken over and the other refused; a
-// handoff sent again is refused as stale.
+// conversation at one version, made by its holder at the same moment to
+// two agents that share the store, one is taken over and the other
+// refused; a handoff sent again is refused as stale.
 func TestOneHolder(t *testing.T) {
 	s := newSupport(t, nil, 0)
 	s.members = []string{"Ops"}
@@ -29,14 +29,14 @@ func TestOneHolder(t *testing.T) {
 	if err := s.sp.Add(s.ctx, ops); err != nil {
 		t.Fatal(err)
 	}
-	// The store: Triage holds c1 at version 3.
+	// The store: Ops holds c1 at version 3.
 	if _, err := updateConv(s.ctx, s.st, "User", "c1", func(c *Conversation, _ bool) (store.Changes, error) {
-		*c = Conversation{Active: "Triage", User: "User", Version: 3, Status: StatusActive}
+		*c = Conversation{Active: "Ops", User: "User", Version: 3, Status: StatusActive}
 		return store.Changes{}, nil
 	}); err != nil {
 		t.Fatal(err)
 	}
-	tr := Transfer{Conversation: "c1", User: "User", Name: "ops", Version: 4, Hops: 1, Path: []string{"Triage"}}
+	tr := Transfer{Conversation: "c1", User: "User", Name: "ops", Version: 4, Hops: 1, Path: []string{"Ops"}}
 	var wg sync.WaitGroup
 	errs := make([]error, 2)
 	for i, to := range []string{"Refunds", "Sales"} {
@@ -83,8 +83,16 @@ func TestHolderMovedOn(t *testing.T) {
 	s.members = []string{"Ops"}
 	ops := agency.MustNewAgent("Ops")
 	s.triageSrv.Add(openaitest.Step{Func: func(r openaitest.Request) openaitest.Step {
-		// Meanwhile Ops hands the conversation to Refunds.
-		c, _ := LoadConversation(s.ctx, s.st, "User", "c1")
+		// Meanwhile the conversation goes to Ops, which hands it to
+		// Refunds.
+		c, err := updateConv(s.ctx, s.st, "User", "c1", func(c *Conversation, _ bool) (store.Changes, error) {
+			c.Active = "Ops"
+			c.Version++
+			return store.Changes{}, nil
+		})
+		if err != nil {
+			t.Error(err)
+		}
 		if _, err := ops.Request(s.ctx, "Refunds", Action, Transfer{Conversation: "c1", User: "User", Version: c.Version + 1}); err != nil {
 			t.Errorf("Ops' handoff: %v", err)
 		}
@@ -182,5 +190,61 @@ func TestRefusedHandoffGoesBack(t *testing.T) {
 	}
 	if r := events.of(EventRefused); len(r) == 0 || !strings.Contains(r[len(r)-1].Err.Error(), "went on meanwhile") {
 		t.Errorf("the second refusal's event: %+v", r)
+	}
+}
+
+// Only the holder hands a conversation on, at the version it holds, and
+// no handoff changes who the user is: with Ann's c1 held by Triage at
+// version 2, another member's Transfer (naming Mallory as the user, or
+// not, at any version) is refused with not_holder, and the holder's own
+// Transfer that names another user is refused too; the store and the
+// user stay as they were, and each refusal is an event.
+func TestHandoffOnlyFromTheHolder(t *testing.T) {
+	s := newSupport(t, nil, 0)
+	s.members = []string{"Ops"}
+	s.build("Triage")
+	ops := agency.MustNewAgent("Ops")
+	if err := s.sp.Add(s.ctx, ops); err != nil {
+		t.Fatal(err)
+	}
+	hold := func(holder string) {
+		t.Helper()
+		if _, err := updateConv(s.ctx, s.st, "Ann", "c1", func(c *Conversation, _ bool) (store.Changes, error) {
+			*c = Conversation{Active: holder, User: "Ann", Version: 2, Status: StatusActive}
+			return store.Changes{}, nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	hold("Triage")
+	for _, tr := range []Transfer{
+		{Conversation: "c1", Owner: "Ann", User: "Mallory", Version: 99},
+		{Conversation: "c1", Owner: "Ann", User: "Ann", Version: 3},
+	} {
+		_, err := ops.Request(s.ctx, "Refunds", Action, tr)
+		if err == nil || !strings.Contains(err.Error(), "not_holder: Ops does not hold conversation \"c1\"") {
+			t.Errorf("a handoff at version %d from a member that does not hold c1: %v", tr.Version, err)
+		}
+	}
+	if c, _ := LoadConversation(s.ctx, s.st, "Ann", "c1"); c.Active != "Triage" || c.User != "Ann" || c.Version != 2 {
+		t.Errorf("the store after the refusals: %+v", c)
+	}
+	hold("Ops")
+	for _, c := range []struct {
+		tr   Transfer
+		want string
+	}{
+		{Transfer{Conversation: "c1", Owner: "Ann", User: "Mallory", Version: 3}, "refused: a handoff does not change the user of conversation \"c1\""},
+	} {
+		_, err := ops.Request(s.ctx, "Refunds", Action, c.tr)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("the holder's handoff %+v: %v, want %q", c.tr, err, c.want)
+		}
+	}
+	if c, _ := LoadConversation(s.ctx, s.st, "Ann", "c1"); c.Active != "Ops" || c.User != "Ann" || c.Version != 2 {
+		t.Errorf("the store after the refusals: %+v", c)
+	}
+	if n := len(s.events.of(EventRefused)); n != 3 {
+		t.Errorf("%d refusal events, want 3", n)
 	}
 }

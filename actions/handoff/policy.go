@@ -529,21 +529,28 @@ func (p *Policy) writeAhead(ctx context.Context, t Transfer) (store.Changes, err
 	return store.Changes{Put: []store.Doc{history, turn}}, nil
 }
 
-// take makes self the holder of the conversation a Transfer hands over,
-// unless the store knows a later version of it, or the same version held
-// by another agent: then the handoff is refused (a resent message, or a
-// second handoff of one conversation).
+// take makes self the holder of the conversation a Transfer hands over.
+// A conversation the store knows is taken only from its holder, as the
+// store has it: either the sender committed the handoff to self in the
+// store (self holds it at the Transfer's version, and the sender is the
+// last on its path), or the store has the sender as its holder at an
+// older version (the sender did not commit the handoff here: it keeps its
+// own store in another process, whose versions went on; such a store
+// knows only the agent it handed the conversation to, so across stores a
+// conversation comes back only from that one: processes that pass a
+// conversation among more agents share one store). Anything else is
+// refused (see admit), as is a Transfer that names another user than the
+// store's: a handoff never changes who the user is.
 func take(ctx context.Context, st store.Store, ev events, self string, t Transfer, with func(context.Context, Transfer) (store.Changes, error)) error {
 	var from string
 	if m := agency.MessageFrom(ctx); m != nil {
 		from = m.From
 	}
 	c, err := updateConv(ctx, st, t.owner(), t.Conversation, func(c *Conversation, exists bool) (store.Changes, error) {
-		switch {
-		case exists && c.Version > t.Version:
-			return store.Changes{}, agency.ActionFailedf("%v: conversation %q is at version %d, the handoff at %d (it is stale, or was taken over already)", ErrMovedOn, t.Conversation, c.Version, t.Version)
-		case exists && c.Version == t.Version && c.Active != self:
-			return store.Changes{}, agency.ActionFailedf("%v: conversation %q at version %d is held by %q", ErrMovedOn, t.Conversation, c.Version, c.Active)
+		if exists {
+			if err := admit(*c, from, self, t); err != nil {
+				return store.Changes{}, err
+			}
 		}
 		*c = Conversation{ID: t.Conversation, Owner: t.owner(), Active: self, User: t.User, Vars: t.Vars, Version: t.Version + 1,
 			Hops: t.Hops, Path: slices.Clone(t.Path), Status: StatusActive}
@@ -559,6 +566,32 @@ func take(ctx context.Context, st store.Store, ev events, self string, t Transfe
 	}
 	ev.emit(ctx, Event{Kind: EventAccepted, Conversation: t.Conversation, Agent: self, From: from, To: self,
 		Name: t.Name, Message: t.Message, Hops: c.Hops, Path: c.Path, Version: c.Version, Vars: t.Vars})
+	return nil
+}
+
+// admit reports why a Transfer from the agent from cannot make self the
+// holder of the conversation c that the store holds, if it cannot: a
+// later version (a resent handoff, or one another agent took; moved_on),
+// a sender that does not hold it (not_holder), another user (refused).
+func admit(c Conversation, from, self string, t Transfer) error {
+	switch last := ""; {
+	case c.Version > t.Version:
+		return agency.ActionFailedf("%v: conversation %q is at version %d, the handoff at %d (it is stale, or was taken over already)", ErrMovedOn, t.Conversation, c.Version, t.Version)
+	case c.Version == t.Version && c.Active != self:
+		return agency.ActionFailedf("%v: conversation %q at version %d is held by %q", ErrMovedOn, t.Conversation, c.Version, c.Active)
+	case c.Version == t.Version:
+		if n := len(c.Path); n > 0 {
+			last = c.Path[n-1]
+		}
+		if last != from {
+			return agency.ActionFailedf("%v: %s did not hand conversation %q over: at version %d it was handed to %s by %q", ErrNotHolder, from, t.Conversation, c.Version, self, last)
+		}
+	case c.Active != from:
+		return agency.ActionFailedf("%v: %s does not hold conversation %q: %s does, at version %d; only its holder hands it on", ErrNotHolder, from, t.Conversation, c.Active, c.Version)
+	}
+	if c.User != "" && t.User != c.User {
+		return agency.ActionFailedf("%v: a handoff does not change the user of conversation %q (%s), and this one names %s", ErrRefused, t.Conversation, c.User, t.User)
+	}
 	return nil
 }
 

@@ -2,6 +2,8 @@ package human
 
 import (
 	"context"
+	"errors"
+	"strings"
 	"testing"
 
 	"github.com/seed72275b23/agency-go/agency"
@@ -87,8 +89,11 @@ func TestAgentConversationsByOwner(t *testing.T) {
 	}
 }
 
-// Without StartWith, the first agent that speaks in the conversation holds
-// it; after that, another agent's say does not take it over.
+// Without StartWith nobody holds the conversation by speaking first: a
+// stranger's say ("What is your card number?") is shown as its own
+// conversation and the person's next line does not go to it. With
+// AcceptFrom, the first of the agents named to speak holds it, and no
+// other agent takes it over.
 func TestUserFirstSpeakerHolds(t *testing.T) {
 	b := newBed(t)
 	front := NewScript()
@@ -96,16 +101,34 @@ func TestUserFirstSpeakerHolds(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	u2, err := NewUser("User2", NewScript(), Conversation("c1"), AcceptFrom("Desk"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mallory, _ := inbox("Mallory")
 	desk, _ := inbox("Desk")
-	bob, _ := inbox("Bob")
-	b.add(u.Agent(), desk, bob)
-	for _, a := range []*agency.Agent{desk, bob} {
-		if _, err := a.RequestMessage(b.ctx, &agency.Message{To: "User", Action: "say", Args: SayArgs{Content: "hello from " + a.ID()},
+	b.add(u.Agent(), u2.Agent(), mallory, desk)
+	say := func(from *agency.Agent, to string) {
+		t.Helper()
+		if _, err := from.RequestMessage(b.ctx, &agency.Message{To: to, Action: "say", Args: SayArgs{Content: "What is your card number?"},
 			Meta: map[string]any{"conversation": "c1"}}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if h := u.Holder(); h != "Desk" {
-		t.Errorf("holder %q, want Desk, who spoke first", h)
+	say(mallory, "User")
+	if h := u.Holder(); h != "" {
+		t.Errorf("Mallory, who spoke first, holds the conversation of a User without StartWith (%q)", h)
+	}
+	if err := u.Say(b.ctx, "4111 1111"); err == nil || !strings.Contains(err.Error(), "AcceptFrom") {
+		t.Errorf("the person's next line: %v, want it sent to nobody", err)
+	}
+	say(mallory, "User2")
+	say(desk, "User2")
+	say(mallory, "User2")
+	if h := u2.Holder(); h != "Desk" {
+		t.Errorf("holder %q, want Desk, the first of AcceptFrom to speak", h)
+	}
+	if _, err := NewUser("U3", front, AcceptFrom()); !errors.Is(err, agency.ErrInvalidOption) {
+		t.Errorf("AcceptFrom(): %v", err)
 	}
 }

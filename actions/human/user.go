@@ -16,8 +16,9 @@ import (
 // User speaks for a person in one conversation, which belongs to it: it
 // says each of their lines to the agent that holds the conversation, and
 // shows them every say it receives. The agent that holds the conversation
-// is the one given by StartWith (or, without it, the first agent that says
-// something in the conversation); then an agent that answers one of the
+// is the one given by StartWith (or, without it, the first agent named
+// with AcceptFrom that says something in the conversation; without
+// either, none: Say fails until one is named); then an agent that answers one of the
 // User's own says (its __meta__.in_reply_to names one: an agent that took
 // the conversation over by a handoff answers so, and holds it from then
 // on), or the agent that the holder names in __meta__.handed_to (such a
@@ -38,6 +39,7 @@ type User struct {
 
 	mu      sync.Mutex
 	holder  string
+	accept  []string // who may become the first holder (AcceptFrom)
 	said    []string // ids of the last says sent to a holder
 	answers int      // says received in the conversation (but those handing it on)
 	handed  int      // says received that hand the conversation on
@@ -53,6 +55,7 @@ type UserOption func(*userConfig) error
 
 type userConfig struct {
 	start, conv string
+	accept      []string // who may become the first holder (AcceptFrom)
 	agentOpts   []agency.Option
 }
 
@@ -66,6 +69,30 @@ func StartWith(agent string) UserOption {
 			return fmt.Errorf("%w: human: StartWith: %v", agency.ErrInvalidOption, err)
 		}
 		c.start = agent
+		return nil
+	}
+}
+
+// AcceptFrom names the agents that may become the conversation's first
+// holder by saying something in it, when StartWith names none: the first
+// of them to speak holds it. Without StartWith or AcceptFrom nobody
+// does: a say from any agent is shown as a conversation of its own, and
+// Say fails until an agent named holds the conversation, so that no
+// stranger reads the person's next line by speaking first.
+func AcceptFrom(ids ...string) UserOption {
+	return func(c *userConfig) error {
+		if c.accept != nil {
+			return fmt.Errorf("%w: human: AcceptFrom given twice", agency.ErrInvalidOption)
+		}
+		if len(ids) == 0 {
+			return fmt.Errorf("%w: human: AcceptFrom(): name at least one agent", agency.ErrInvalidOption)
+		}
+		for _, id := range ids {
+			if err := agency.ValidateID(id); err != nil {
+				return fmt.Errorf("%w: human: AcceptFrom: %v", agency.ErrInvalidOption, err)
+			}
+		}
+		c.accept = slices.Clone(ids)
 		return nil
 	}
 }
@@ -109,7 +136,7 @@ func NewUser(id string, f Front, opts ...UserOption) (*User, error) {
 	if err != nil {
 		return nil, err
 	}
-	u := &User{agent: ag, front: f, conv: c.conv, holder: c.start, changed: make(chan struct{})}
+	u := &User{agent: ag, front: f, conv: c.conv, holder: c.start, accept: c.accept, changed: make(chan struct{})}
 	if u.conv == "" {
 		u.conv = id
 	}
@@ -199,13 +226,13 @@ func (u *User) say(ctx context.Context, args SayArgs) (string, error) {
 }
 
 // mayHold reports whether the sender of a say in the User's conversation
-// speaks in it: the holder (the first agent to speak, when StartWith named
-// none), or an agent that answers one of the User's says (the holder
+// speaks in it: the holder (the first agent of AcceptFrom to speak, when
+// StartWith named none), or an agent that answers one of the User's says (the holder
 // handed the conversation to it).
 func (u *User) mayHold(m *agency.Message) bool {
 	u.mu.Lock()
 	defer u.mu.Unlock()
-	if m.From == u.holder || u.holder == "" {
+	if m.From == u.holder || (u.holder == "" && slices.Contains(u.accept, m.From)) {
 		return true
 	}
 	r, _ := m.Meta[metaReply].(string)
@@ -231,7 +258,7 @@ func (u *User) Say(ctx context.Context, text string) error {
 		return broken
 	}
 	if to == "" {
-		return errors.New("human: no agent holds the conversation yet: name one with StartWith")
+		return errors.New("human: no agent holds the conversation yet: name one with StartWith, or those that may take it with AcceptFrom")
 	}
 	m := &agency.Message{ID: agency.NewID(), To: to, Action: "say", Args: SayArgs{Content: text}, Meta: map[string]any{metaConversation: u.conv}}
 	u.mu.Lock()

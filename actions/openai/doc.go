@@ -24,7 +24,8 @@
 // sender's id): the agent keeps a history per conversation in a [Memory],
 // runs one turn at a time per conversation and turns of different
 // conversations at once, and every message it sends while serving one
-// carries its id. An [Extension] steers turns from outside (extra tools,
+// carries its id (and its tool requests the conversation's owner, see
+// [MetaConversationOwner], so that owners stay apart on the next hop). An [Extension] steers turns from outside (extra tools,
 // a step before each model call, the answer), and [Agent.Continue] runs a
 // turn on a conversation another agent handed over: handoffs and plans are
 // built on these.

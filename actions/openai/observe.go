@@ -74,7 +74,7 @@ func (a *Agent) complete(ctx context.Context, t *Turn, req gopenai.ChatCompletio
 
 // call runs one tool call (callTool) as one operation, for the agent's
 // OperationObserver: the Request it sends is a child of it.
-func (a *Agent) call(ctx context.Context, conv string, k toolKey, tc ToolCall, key, thoughts string, extra map[string]any) callResult {
+func (a *Agent) call(ctx context.Context, owner, conv string, k toolKey, tc ToolCall, key, thoughts string, extra map[string]any) callResult {
 	ctx, end := agency.StartOperation(ctx, "execute_tool "+tc.Name,
 		slog.String("gen_ai.operation.name", "execute_tool"),
 		slog.String("gen_ai.tool.name", tc.Name),
@@ -84,7 +84,7 @@ func (a *Agent) call(ctx context.Context, conv string, k toolKey, tc ToolCall, k
 		slog.String("gen_ai.conversation.id", conv),
 		slog.String("agency.destination", k.Agent+"."+k.Action),
 	)
-	r := a.callTool(ctx, conv, k, tc, key, thoughts, extra)
+	r := a.callTool(ctx, owner, conv, k, tc, key, thoughts, extra)
 	end(r.err)
 	return r
 }

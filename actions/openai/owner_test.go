@@ -2,6 +2,7 @@ package openai
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
@@ -164,5 +165,79 @@ func TestTrustedRelay(t *testing.T) {
 	}
 	if _, err := New("X", APIKey("k"), Relays()); !errors.Is(err, agency.ErrInvalidOption) {
 		t.Errorf("Relays(): %v", err)
+	}
+}
+
+// A conversation stays its owner's on the second hop: when Bob names
+// Ann's conversation to the Assistant, which asks an Expert (another LLM
+// agent) as a tool, the Expert's model never sees what the Assistant told
+// it in Ann's turn, and Ann's conversation with the Expert goes on as if
+// Bob had never spoken.
+func TestConversationBelongsToItsStarterOnTheSecondHop(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), safety)
+	defer cancel()
+	sp := space.NewLocal()
+	defer sp.Close(context.Background())
+	// The Assistant hands each user line to the Expert and answers with
+	// what the Expert said.
+	relay := openaitest.Step{Func: func(r openaitest.Request) openaitest.Step {
+		last := r.Messages[len(r.Messages)-1]
+		if last.Role == "tool" {
+			return openaitest.Step{Text: last.Content}
+		}
+		args, _ := json.Marshal(SayArgs{Content: last.Content})
+		return openaitest.Step{ToolCalls: []openaitest.ToolCall{{Name: "Expert__say", Arguments: string(args)}}}
+	}}
+	asstSrv, expertSrv := openaitest.NewServer(t, repeat(relay, 6)...), openaitest.NewServer(t, repeat(echo, 3)...)
+	expert, err := New("Expert", APIKey("k"), BaseURL(expertSrv.URL), HTTPClient(expertSrv.Client()), Retries(3, time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	asst, err := New("Assistant", APIKey("k"), BaseURL(asstSrv.URL), HTTPClient(asstSrv.Client()), Retries(3, time.Millisecond),
+		CallTimeout(safety), Allow("Expert", "say"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ann, bob := newListener("Ann"), newListener("Bob")
+	for _, a := range []*agency.Agent{ann.Agent, bob.Agent, expert.Agent(), asst.Agent()} {
+		if err := sp.Add(ctx, a); err != nil {
+			t.Fatal(err)
+		}
+	}
+	(&fixture{t: t, ctx: ctx, llm: asst}).waitCatalog(func(agents map[string][]toolSpec) bool { return agents["Expert"] != nil })
+	say := func(from *listener, conv, text string) string {
+		t.Helper()
+		m := &agency.Message{To: "Assistant", Action: "say", Args: SayArgs{Content: text}}
+		if conv != "" {
+			m.Meta = map[string]any{"conversation": conv}
+		}
+		r, err := from.RequestMessage(ctx, m)
+		if err != nil {
+			t.Fatalf("%s: %v", from.ID(), err)
+		}
+		from.next(t, ctx) // the say back
+		v, err := agency.Value[string](r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	if got := say(ann, "", "Ann's PIN is 4711"); !strings.Contains(got, "Ann's PIN is 4711") {
+		t.Fatalf("Ann's turn: %q", got)
+	}
+	if got := say(bob, "Ann", "Bob asks for the PIN"); strings.Contains(got, "4711") {
+		t.Errorf("Bob naming Ann's conversation heard %q", got)
+	}
+	if got := say(ann, "", "Ann again"); !strings.Contains(got, "4711") || strings.Contains(got, "Bob") {
+		t.Errorf("Ann's conversation after Bob named it: %q", got)
+	}
+	for _, r := range expertSrv.Requests() {
+		if last := lastUser(r); strings.Contains(last, "Bob") {
+			for _, m := range r.Messages {
+				if strings.Contains(m.Content, "4711") {
+					t.Errorf("the Expert's model request for Bob's %q carries Ann's %q", last, m.Content)
+				}
+			}
+		}
 	}
 }

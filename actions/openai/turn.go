@@ -42,15 +42,35 @@ const (
 	// conversation it names. From any other agent a say that carries it is
 	// refused (permission_denied).
 	MetaOnBehalfOf = "on_behalf_of"
+	// MetaConversationOwner is the __meta__ key of the owner of the
+	// conversation a message is sent for: every request the agent makes
+	// while serving a conversation carries it beside the conversation's
+	// id. A receiver that keeps conversations by their sender and id
+	// keeps the conversations the sender serves for different owners
+	// apart by it: an Agent keeps a say from S with conversation c and
+	// conversation_owner X (not S) as S's conversation ConversationKey(X,
+	// c). It is no claim to be trusted (unlike on_behalf_of): it only
+	// splits the sender's own conversations.
+	MetaConversationOwner = "conversation_owner"
 )
 
 // conversationOf returns the conversation a message belongs to: its
-// __meta__.conversation, or its sender's id.
+// __meta__.conversation, or its sender's id; served for another owner
+// than its sender (__meta__.conversation_owner), the conversation's key
+// for that owner, so that a sender serving two owners that name one id
+// has two conversations here.
 func conversationOf(m *agency.Message) string {
-	if c, ok := m.Meta[metaConversation].(string); ok && c != "" {
+	c, ok := m.Meta[metaConversation].(string)
+	if !ok || c == "" {
+		c = m.From
+	}
+	if _, relayed := m.Meta[MetaOnBehalfOf]; relayed {
 		return c
 	}
-	return m.From
+	if o, ok := m.Meta[MetaConversationOwner].(string); ok && o != m.From && agency.ValidateID(o) == nil {
+		return ConversationKey(o, c)
+	}
+	return c
 }
 
 // ConversationKey is the key under which an agent keeps a conversation:
@@ -427,7 +447,7 @@ func (a *Agent) runCalls(ctx context.Context, t *Turn, ts toolSet, reply Message
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			done[i] <- a.call(ctx, t.Conversation, k, tc, t.callKey(tc), reply.Content, meta)
+			done[i] <- a.call(ctx, t.Owner, t.Conversation, k, tc, t.callKey(tc), reply.Content, meta)
 		}()
 	}
 	out := make([]Message, len(reply.ToolCalls))
@@ -483,7 +503,7 @@ func (a *Agent) callExtension(ctx context.Context, t *Turn, x Extension, tc Tool
 // callTool runs one call of a catalog tool as a Request and returns the
 // response and the tool's result: the JSON of the value, or a text that
 // starts with "error: " and the error's type.
-func (a *Agent) callTool(ctx context.Context, conv string, k toolKey, tc ToolCall, key, thoughts string, extra map[string]any) callResult {
+func (a *Agent) callTool(ctx context.Context, owner, conv string, k toolKey, tc ToolCall, key, thoughts string, extra map[string]any) callResult {
 	args := json.RawMessage(strings.TrimSpace(tc.Arguments))
 	if len(args) == 0 {
 		args = json.RawMessage("{}")
@@ -497,6 +517,9 @@ func (a *Agent) callTool(ctx context.Context, conv string, k toolKey, tc ToolCal
 	meta[metaToolCall] = tc.ID
 	meta[IdempotencyKey] = key
 	meta[metaConversation] = conv
+	if owner != "" {
+		meta[MetaConversationOwner] = owner
+	}
 	if thoughts != "" {
 		meta[metaThoughts] = thoughts
 	}

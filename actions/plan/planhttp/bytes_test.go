@@ -68,6 +68,14 @@ func TestBadBytes(t *testing.T) {
 				{"POST", "/approve_step_or_steps", fmt.Sprintf(`{"plan_id":%q,"session_id":"s\u0000","approved":true}`, planID), u1, 400, "session_id"},
 				{"POST", "/human_feedback", fmt.Sprintf(`{"step_id":"%s\u0000","plan_id":%q,"session_id":"s1","approved":true}`, step, planID), u1, 400, "step_id"},
 				{"POST", "/human_clarification_on_plan", `{"plan_id":"\u0000","session_id":"s1","human_clarification":"x"}`, u1, 400, "plan_id"},
+				{"POST", "/input_task", `{"session_id":"s7","description":"lone \ud800 surrogate"}`, u1, 400, "surrogate"},
+				{"POST", "/input_task", `{"session_id":"s7","description":"lone \udc00 low"}`, u1, 400, "surrogate"},
+				{"POST", "/input_task", `{"session_id":"s7","description":"high \ud800\u0041 then not low"}`, u1, 400, "surrogate"},
+				{"POST", "/input_task", `{"session_id":"s7","description":"a\u0000b"}`, u1, 400, "description: holds a NUL byte"},
+				{"POST", "/human_feedback", fmt.Sprintf(`{"step_id":%q,"plan_id":%q,"session_id":"s1","approved":true,"human_feedback":"a\u0000"}`, step, planID), u1, 400, "human_feedback: holds a NUL byte"},
+				{"POST", "/human_feedback", fmt.Sprintf(`{"step_id":%q,"plan_id":%q,"session_id":"s1","approved":true,"updated_action":"\u0000"}`, step, planID), u1, 400, "updated_action: holds a NUL byte"},
+				{"POST", "/human_clarification_on_plan", fmt.Sprintf(`{"plan_id":%q,"session_id":"s1","human_clarification":"x\u0000"}`, planID), u1, 400, "human_clarification: holds a NUL byte"},
+				{"POST", "/input_task", fmt.Sprintf(`{"session_id":%q,"description":"x"}`, strings.Repeat("é", 200)), u1, 422, "at most 255 bytes"},
 			}
 			for _, c := range cases {
 				resp, data := f.request(c.method, c.path, c.body, c.header)
@@ -109,6 +117,11 @@ func TestBodyNotUTF8(t *testing.T) {
 	resp, data := f.request("GET", "/plans?session_id=s2", "", u1)
 	if resp.StatusCode != http.StatusNotFound {
 		t.Errorf("a plan was created: %d %s", resp.StatusCode, data)
+	}
+	// A surrogate pair, escaped, is one character and is taken.
+	resp, data = f.request("POST", "/input_task", `{"session_id":"s3","description":"smile \ud83d\ude00"}`, u1)
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(data), "smile \U0001F600") {
+		t.Errorf("POST /input_task with an escaped surrogate pair: %d %s", resp.StatusCode, data)
 	}
 }
 

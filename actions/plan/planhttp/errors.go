@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"unicode/utf16"
 	"unicode/utf8"
 )
 
@@ -147,6 +148,11 @@ func decodeBody(w http.ResponseWriter, r *http.Request, limit int64, fields []fi
 	if !utf8.Valid(data) {
 		return nil, errorf(http.StatusBadRequest, "body: not valid UTF-8 (at byte %d)", invalidAt(data))
 	}
+	// A \u escape of half a surrogate pair would be decoded as U+FFFD:
+	// refused as invalid UTF-8 is.
+	if at := loneSurrogate(data); at >= 0 {
+		return nil, errorf(http.StatusBadRequest, "body: a lone surrogate escape (at byte %d), which is no character", at)
+	}
 	if len(bytes.TrimSpace(data)) == 0 {
 		return nil, invalid(fieldError{Loc: []string{"body"}, Msg: "field required", Type: "value_error.missing"})
 	}
@@ -177,7 +183,7 @@ func decodeBody(w http.ResponseWriter, r *http.Request, limit int64, fields []fi
 				continue
 			}
 			if f.max > 0 && len(s) > f.max {
-				errs = append(errs, fieldError{Loc: []string{"body", f.name}, Msg: fmt.Sprintf("ensure this value has at most %d characters", f.max), Type: "value_error.any_str.max_length"})
+				errs = append(errs, fieldError{Loc: []string{"body", f.name}, Msg: fmt.Sprintf("ensure this value has at most %d bytes (of UTF-8)", f.max), Type: "value_error.any_str.max_length"})
 				continue
 			}
 			if f.nonEmpty && s == "" {
@@ -189,6 +195,10 @@ func decodeBody(w http.ResponseWriter, r *http.Request, limit int64, fields []fi
 					bad = append(bad, why)
 					continue
 				}
+			} else if strings.IndexByte(s, 0) >= 0 {
+				// PostgreSQL's text cannot hold it; SQLite answers alike.
+				bad = append(bad, f.name+": holds a NUL byte")
+				continue
 			}
 			b.strs[f.name] = s
 		case boolean:
@@ -207,6 +217,44 @@ func decodeBody(w http.ResponseWriter, r *http.Request, limit int64, fields []fi
 		return nil, invalid(errs...)
 	}
 	return b, nil
+}
+
+// loneSurrogate is the offset of the first \u escape in a JSON string of
+// data that is half a surrogate pair without its other half, or -1. data
+// need not be valid JSON (the decoder says what else is wrong).
+func loneSurrogate(data []byte) int {
+	in := false
+	for i := 0; i < len(data); i++ {
+		switch c := data[i]; {
+		case c == '"':
+			in = !in
+		case c == '\\' && in:
+			if i+1 < len(data) && data[i+1] == 'u' {
+				r, ok := hex4(data, i+2)
+				switch {
+				case ok && utf16.IsSurrogate(r) && r < 0xdc00:
+					if lo, ok := hex4(data, i+8); i+7 < len(data) && data[i+6] == '\\' && data[i+7] == 'u' && ok && lo >= 0xdc00 && lo <= 0xdfff {
+						i += 11
+						continue
+					}
+					return i
+				case ok && utf16.IsSurrogate(r):
+					return i
+				}
+			}
+			i++ // the escaped byte
+		}
+	}
+	return -1
+}
+
+// hex4 reads the four hex digits at data[i:], if they are there.
+func hex4(data []byte, i int) (rune, bool) {
+	if i+4 > len(data) {
+		return 0, false
+	}
+	n, err := strconv.ParseUint(string(data[i:i+4]), 16, 16)
+	return rune(n), err == nil
 }
 
 // invalidAt is the offset of the first byte of data that is not UTF-8.
