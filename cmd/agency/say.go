@@ -30,7 +30,7 @@ when it comes. Errors end it as call's do, with the same exit codes.
 Each say is a conversation of its own, unless --conversation names one: an
 agent keeps the history of a conversation for the agent that started it, so
 with --conversation the command joins with an id made from the conversation's
-(agency-cli-conv-<hash>, unless --id gives one), and a later say with the
+(agency-cli.conv-<hash>, unless --id gives one), and a later say with the
 same --conversation continues it.`,
 		Example: `  agency say Assistant 'What is 2 + 3?'
   agency say Assistant --conversation trip 'Plan a day in Lyon'
@@ -51,7 +51,7 @@ same --conversation continues it.`,
 			}
 			if conversation != "" && o.id == "" {
 				sum := sha256.Sum256([]byte(conversation))
-				o.id = "agency-cli-conv-" + hex.EncodeToString(sum[:4])
+				o.id = cliPrefix + "conv-" + hex.EncodeToString(sum[:4])
 			}
 			s, err := o.open(cmd.Context())
 			if err != nil {
