@@ -31,7 +31,10 @@ Each say is a conversation of its own, unless --conversation names one: an
 agent keeps the history of a conversation for the agent that started it, so
 with --conversation the command joins with an id made from the conversation's
 (agency-cli.conv-<hash>, unless --id gives one), and a later say with the
-same --conversation continues it.`,
+same --conversation continues it. Ids on a broker are not authenticated:
+anyone on the broker who says with the same --conversation continues, and
+reads, that conversation. It is for one person's own use; the broker's users
+and permissions are what keep others out.`,
 		Example: `  agency say Assistant 'What is 2 + 3?'
   agency say Assistant --conversation trip 'Plan a day in Lyon'
   agency say Assistant --conversation trip 'And the next day?'`,
