@@ -254,3 +254,43 @@ func seeCall(t *testing.T, tl *tailing, from, to, args, value string) {
 		}
 	}
 }
+
+// An agent that leaves while a tail runs becomes unroutable again once the
+// broker has dropped its queue: the tail lets go of its id, and a Request
+// to it fails at once with ErrNoRecipient.
+func TestTailLetsGoOfAgentsThatLeave(t *testing.T) {
+	url, exchange, _ := calcSpace(t)
+	sp := amqptest.NewSpace(t, amqpspace.Config{URL: url, Exchange: exchange, QueueExpiry: time.Second})
+	asker, leaver := agency.MustNewAgent(amqptest.Name("Asker")), agency.MustNewAgent(amqptest.Name("Leaver"))
+	agency.Handle(leaver, "add", func(ctx context.Context, args addArgs) (float64, error) {
+		return args.A + args.B, nil
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	for _, a := range []*agency.Agent{asker, leaver} {
+		if err := sp.Add(ctx, a); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tl := startTail(t, url, "--exchange", exchange, "--json")
+	if _, err := asker.Request(ctx, leaver.ID(), "add", addArgs{A: 1, B: 2}); err != nil {
+		t.Fatal(err)
+	}
+	seeCall(t, tl, asker.ID(), leaver.ID(), `{"a":1,"b":2}`, `{"value":3}`)
+	if err := sp.Remove(ctx, leaver.ID()); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		// Its queue lingers for QueueExpiry, and the tail lets go of it
+		// at its next survey after that.
+		rctx, rcancel := context.WithTimeout(ctx, 2*time.Second)
+		_, err := asker.Request(rctx, leaver.ID(), "add", addArgs{A: 1, B: 2})
+		rcancel()
+		if errors.Is(err, agency.ErrNoRecipient) {
+			return
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("a Request to an agent that left, while a tail runs: %v; want ErrNoRecipient", err)
+		}
+	}
+}
