@@ -62,10 +62,14 @@ const (
 //
 // A receiver that is not in the space (after a restart it may join after
 // the sender) is agency.ErrNoRecipient: the relay keeps the handoff and
-// tries again with backoff, for AbsentWait; then the handoff goes back to
-// its maker (see giveBack), with a no_recipient reason. No answer in time is another error: the relay
-// gives the handoff back and sends it again on its next pass, and the
-// receiver tells the resent message by its version. A refusal is final:
+// tries again with backoff. No answer in time is another error: the relay
+// keeps the handoff and sends it again on its next pass, and the receiver
+// tells the resent message by its version. Both count toward the same
+// bounded wait, from the first failure: once a handoff has been neither
+// taken nor refused for AbsentWait, it goes back to its maker (see
+// giveBack) with a no_recipient reason, so that a receiver that is there
+// but never answers (stuck, or a space that cannot tell absence) holds no
+// conversation for ever. A refusal is final:
 // the handoff counts as delivered, and when the conversation is still
 // where the handoff left it (the receiver did not take it, and nobody else
 // did meanwhile), the sender holds it again (see giveBack).
@@ -75,7 +79,10 @@ func (p *Policy) deliver(ctx context.Context, a *agency.Agent, m *agency.Message
 	timer := time.AfterFunc(ack, cancel)
 	defer timer.Stop()
 	_, err := a.RequestMessage(rctx, m)
-	if errors.Is(err, agency.ErrNoRecipient) {
+	absent := errors.Is(err, agency.ErrNoRecipient)
+	unanswered := !absent && err != nil && ctx.Err() == nil &&
+		(errors.Is(err, agency.ErrTimeout) || rctx.Err() != nil)
+	if absent || unanswered {
 		since := p.absentSince(m.ID)
 		if time.Since(since) < p.cfg.absent {
 			return err // the relay tries again
@@ -83,7 +90,11 @@ func (p *Policy) deliver(ctx context.Context, a *agency.Agent, m *agency.Message
 		p.present(m.ID)
 		tr, ok := p.transferOf(m)
 		if ok {
-			p.giveBack(ctx, m.To, tr, fmt.Errorf("%w: %s is not in the space (waited %v)", ErrNoRecipient, m.To, p.cfg.absent))
+			why := fmt.Errorf("%w: %s is not in the space (waited %v)", ErrNoRecipient, m.To, p.cfg.absent)
+			if !absent {
+				why = fmt.Errorf("%w: %s did not take the handoff (no answer for %v)", ErrNoRecipient, m.To, p.cfg.absent)
+			}
+			p.giveBack(ctx, m.To, tr, why)
 		}
 		return nil
 	}

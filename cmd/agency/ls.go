@@ -88,7 +88,7 @@ func (s *session) survey(ctx context.Context, o *options) (map[string]map[string
 		// Other agency commands on the exchange answer too; they are
 		// not what a person looks for.
 		for id := range agents {
-			if strings.HasPrefix(id, "agency-cli-") {
+			if strings.HasPrefix(id, cliPrefix) {
 				delete(agents, id)
 			}
 		}

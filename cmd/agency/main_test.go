@@ -101,7 +101,7 @@ func calcSpace(t *testing.T) (url, exchange, calcID string) {
 	agency.Handle(calc, "reset", func(ctx context.Context, args struct{}) (string, error) {
 		return "reset", nil
 	}, agency.Describe("Resets the memory"), agency.AccessFunc(func(m *agency.Message) agency.Access {
-		if strings.HasPrefix(m.From, "agency-cli-") {
+		if strings.HasPrefix(m.From, "agency-cli.") {
 			return agency.Requested // and it has no approver: denied
 		}
 		return agency.Permitted

@@ -89,7 +89,7 @@ action, 4 invalid_args, 5 permission_denied, 6 action_failed, 7 timeout.`,
 	pf := root.PersistentFlags()
 	pf.StringVar(&o.amqpURL, "amqp-url", "", "the broker's URL, in place of AMQP_URL and its kin (amqp://user:password@host:port/vhost, or amqps://)")
 	pf.StringVar(&o.exchange, "exchange", "", "the exchange of the space (default \"agency\")")
-	pf.StringVar(&o.id, "id", "", "the id this command's agent joins the space with (default agency-cli-<random>)")
+	pf.StringVar(&o.id, "id", "", "the id this command's agent joins the space with (default agency-cli.<random>)")
 	pf.BoolVar(&o.demo, "demo", false, "run on a demo space in this process: no broker, no key")
 	pf.DurationVar(&o.timeout, "timeout", 30*time.Second, "how long to wait for an answer")
 	pf.BoolVarP(&o.verbose, "verbose", "v", false, "log connection events to stderr")

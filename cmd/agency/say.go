@@ -30,8 +30,11 @@ when it comes. Errors end it as call's do, with the same exit codes.
 Each say is a conversation of its own, unless --conversation names one: an
 agent keeps the history of a conversation for the agent that started it, so
 with --conversation the command joins with an id made from the conversation's
-(agency-cli-conv-<hash>, unless --id gives one), and a later say with the
-same --conversation continues it.`,
+(agency-cli.conv-<hash>, unless --id gives one), and a later say with the
+same --conversation continues it. Ids on a broker are not authenticated:
+anyone on the broker who says with the same --conversation continues, and
+reads, that conversation. It is for one person's own use; the broker's users
+and permissions are what keep others out.`,
 		Example: `  agency say Assistant 'What is 2 + 3?'
   agency say Assistant --conversation trip 'Plan a day in Lyon'
   agency say Assistant --conversation trip 'And the next day?'`,
@@ -51,7 +54,7 @@ same --conversation continues it.`,
 			}
 			if conversation != "" && o.id == "" {
 				sum := sha256.Sum256([]byte(conversation))
-				o.id = "agency-cli-conv-" + hex.EncodeToString(sum[:4])
+				o.id = cliPrefix + "conv-" + hex.EncodeToString(sum[:4])
 			}
 			s, err := o.open(cmd.Context())
 			if err != nil {

@@ -16,6 +16,12 @@ import (
 	"github.com/seed72275b23/agency-go/space"
 )
 
+// cliPrefix begins the ids this command joins with unless told otherwise.
+// The dot makes it a word of its own in a routing key, so that a watcher
+// can bind the pattern cliPrefix+"*" and see the answers to every agency
+// command, one that has just joined included.
+const cliPrefix = "agency-cli."
+
 // closeTimeout bounds how long leaving the space may take.
 const closeTimeout = 10 * time.Second
 
@@ -67,7 +73,7 @@ func (o *options) agentID() (string, error) {
 	}
 	var b [4]byte
 	_, _ = rand.Read(b[:])
-	return "agency-cli-" + hex.EncodeToString(b[:]), nil
+	return cliPrefix + hex.EncodeToString(b[:]), nil
 }
 
 // open joins the space the flags name with an agent of this command's own:

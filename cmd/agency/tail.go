@@ -17,18 +17,21 @@ func newTailCmd(o *options) *cobra.Command {
 it is interrupted: who sent what to whom, the answers with the time they took,
 and the errors.
 
-It reads through a queue of its own, exclusive and deleted when tail ends,
-bound to the exchange with '#': the agents get their messages as before, and
-tail never takes one. Once its queue is bound it prints "tailing exchange NAME"
-on stderr, so that a script knows when to start.
+It reads through a queue of its own, exclusive and deleted when tail ends:
+the agents get their messages as before, and tail never takes one. Once its
+queue is bound it prints "tailing exchange NAME" on stderr, so that a script
+knows when to start.
 
 With --json each line is the message as it travelled, the JSON object with
 "to", "from" and "action" (and its "__meta__"). --agent keeps the messages to
 or from one agent; --action keeps the requests of one action and their answers.
 
-While tail runs, its queue takes every routing key: a message to an id that
-no agent has is no longer returned by the broker, so a request to a missing
-agent waits for its timeout instead of failing at once.
+Its queue is bound only with the ids of agents, never with '#', so a request
+to an id no agent has still fails at once. It binds the broadcasts, the agency
+commands (agency-cli.*), the agents that answer a survey when it starts and
+every 5 seconds after, and the sender of every message it sees. Not shown: a
+message to an agent that joined since the last survey and has sent nothing
+yet; a message to no one (its sender is told); the surveys of agency commands.
 
 With --demo it tails the demo space while a scripted user calls its agents.`,
 		Example: `  agency tail

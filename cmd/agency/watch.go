@@ -28,9 +28,12 @@ const tailQueueBytes = 64 << 20
 // called once every message from then on will be seen.
 //
 // On a broker it reads through a queue of its own, exclusive and deleted
-// when it goes, bound to the exchange with "#": every agent's queue gets
-// its messages as before, and no one else's message is taken. In the demo
-// it reads through the space's tap.
+// when it goes: every agent's queue gets its messages as before, and no one
+// else's message is taken. The queue is bound only with the routing keys
+// that have an agent (see binder), never with "#": a message to an id no
+// agent has stays unroutable, so the broker still returns it to a sender
+// that published it mandatory, and Request still fails at once with
+// agency.ErrNoRecipient. In the demo it reads through the space's tap.
 func (s *session) watch(ctx context.Context, ready func(), f func(at time.Time, body []byte)) error {
 	if s.demo != nil {
 		return s.watchLocal(ctx, ready, f)
@@ -97,14 +100,36 @@ func (s *session) watchAMQP(ctx context.Context, ready func(), f func(time.Time,
 	if _, err := ch.QueueDeclare(queue, false, true, true, false, args); err != nil {
 		return fmt.Errorf("declaring the tail's queue: %w", err)
 	}
-	if err := ch.QueueBind(queue, "#", s.exchange, false, nil); err != nil {
-		return fmt.Errorf("binding the tail's queue to exchange %q: %w", s.exchange, err)
+	bd, err := newBinder(conn, queue, s.exchange)
+	if err != nil {
+		return err
+	}
+	me := s.agent.ID()
+	for _, key := range []string{broadcastKey, cliPrefix + "*", me} {
+		if err := bd.bind(key); err != nil {
+			return err
+		}
 	}
 	deliveries, err := ch.ConsumeWithContext(ctx, queue, queue, true, true, false, false, nil)
 	if err != nil {
 		return fmt.Errorf("reading the tail's queue: %w", err)
 	}
 	closed := conn.NotifyClose(make(chan *amqp.Error, 1))
+	if err := bd.resurvey(ctx, s.agent); err != nil {
+		return err
+	}
+
+	// The binder goroutine binds the senders the loop below learns of and
+	// surveys the space again and again; it ends before this returns.
+	learned := make(chan string, watchLearned)
+	bctx, stopBinder := context.WithCancel(ctx)
+	bound := make(chan error, 1)
+	go func() { bound <- bd.run(bctx, s.agent, learned) }()
+	defer func() {
+		stopBinder()
+		<-bound
+	}()
+
 	ready()
 	for {
 		select {
@@ -115,12 +140,28 @@ func (s *session) watchAMQP(ctx context.Context, ready func(), f func(time.Time,
 				return nil
 			}
 			return fmt.Errorf("lost the broker: %v", e)
+		case err := <-bound:
+			bound <- nil // for the deferred wait
+			if ctx.Err() != nil {
+				return nil
+			}
+			return err
 		case d, ok := <-deliveries:
 			if !ok {
 				if ctx.Err() != nil {
 					return nil
 				}
 				return errors.New("the broker stopped the tail's consumer")
+			}
+			h := peek(d.Body)
+			if h.commandSurvey() {
+				continue
+			}
+			if h.From != "" && !bd.has(h.From) {
+				select {
+				case learned <- h.From:
+				default: // the next survey finds it
+				}
 			}
 			f(time.Now(), d.Body)
 		}

@@ -251,7 +251,7 @@
       $("#timeline-note").hidden = true;
     }
     for (const id of [ev.from, ev.to]) {
-      if (id && id !== "*" && id !== state.me && !id.startsWith("agency-cli-") && !state.known.has(id)) {
+      if (id && id !== "*" && id !== state.me && !id.startsWith("agency-cli.") && !state.known.has(id)) {
         state.known.add(id);
         scheduleSurvey();
       }
