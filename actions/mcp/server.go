@@ -60,9 +60,27 @@ const (
 	// progress token: the action may report progress with [Progress].
 	MetaProgress = "mcp_progress"
 	// MetaApproved is set ("elicitation") on a request for an action of
-	// requested access whose call the MCP client's person approved.
+	// requested access whose call the MCP client's person approved. Any
+	// agent can set a meta key: trust it only on a message from the
+	// server's own agent, as [Approved] does. The server never forwards
+	// what a client puts in a call's _meta.
 	MetaApproved = "mcp_approved"
 )
+
+// Approved reports whether the action ctx belongs to was requested by
+// the agent of one of the MCP servers named (their ids) after the person
+// using its MCP client approved the call through elicitation. The sender
+// is the space's to vouch for (a message's from cannot be forged through
+// agency's API); the meta key alone is not, as any agent may set it. An
+// approver of an action of requested access calls it:
+//
+//	agency.Approve(func(ctx context.Context, _ ResetArgs) (bool, error) {
+//		return mcp.Approved(ctx, "MCP"), nil
+//	})
+func Approved(ctx context.Context, bridges ...string) bool {
+	m := agency.MessageFrom(ctx)
+	return m != nil && m.Meta[MetaApproved] == "elicitation" && slices.Contains(bridges, m.From)
+}
 
 // ProgressAction is the action of the server's agent that [Progress]
 // sends to. Only an agent with a call from the server under way may call

@@ -56,7 +56,7 @@ func calculator(t *testing.T, release <-chan struct{}) *agency.Agent {
 	})
 	agency.Handle(calc, "clear", func(_ context.Context, a struct{}) (string, error) { return "cleared", nil },
 		agency.Approve(func(ctx context.Context, _ struct{}) (bool, error) {
-			return agency.MessageFrom(ctx).Meta[mcp.MetaApproved] == "elicitation", nil
+			return mcp.Approved(ctx, "Bridge"), nil
 		}))
 	agency.Handle(calc, "secret", func(_ context.Context, a struct{}) (string, error) { return "x", nil },
 		agency.AccessBySender(map[string]agency.Access{"Bridge": agency.Denied}, agency.Permitted))
