@@ -31,11 +31,12 @@ type Server struct {
 	cfg   serverConfig
 
 	mu      sync.Mutex
-	tools   map[string]*tool   // tool name → tool
-	refresh chan struct{}      // capacity 1: "survey again soon"
-	calls   map[string]*call   // request message id → the call awaiting it
-	stop    context.CancelFunc // ends the discovery loop
-	done    chan struct{}      // closed when the discovery loop has ended
+	tools   map[string]*tool              // tool name → tool
+	refresh chan struct{}                 // capacity 1: "survey again soon"
+	calls   map[string]*call              // request message id → the call awaiting it
+	convs   map[*sdk.ServerSession]string // MCP session → its conversation
+	stop    context.CancelFunc            // ends the discovery loop
+	done    chan struct{}                 // closed when the discovery loop has ended
 }
 
 // tool is one action on offer.
@@ -59,6 +60,10 @@ const (
 	// MetaProgress is set (true) on a request whose MCP client gave a
 	// progress token: the action may report progress with [Progress].
 	MetaProgress = "mcp_progress"
+	// MetaConversation is set on every request to the conversation of the
+	// MCP session it comes from ("mcp-" and an id the server makes): each
+	// session is a conversation of its own, owned by the server's agent.
+	MetaConversation = "conversation"
 	// MetaApproved is set ("elicitation") on a request for an action of
 	// requested access whose call the MCP client's person approved. Any
 	// agent can set a meta key: trust it only on a message from the
@@ -96,7 +101,7 @@ func NewServer(id string, opts ...ServerOption) (*Server, error) {
 		}
 	}
 	s := &Server{cfg: cfg, tools: map[string]*tool{}, calls: map[string]*call{},
-		refresh: make(chan struct{}, 1)}
+		convs: map[*sdk.ServerSession]string{}, refresh: make(chan struct{}, 1)}
 	agentOpts := []agency.Option{agency.Hooks(serverHooks{s}), agency.Concurrency(64), agency.Logger(cfg.logger)}
 	a, err := agency.NewAgent(id, agentOpts...)
 	if err != nil {
@@ -383,6 +388,9 @@ func (s *Server) callTool(ctx context.Context, req *sdk.CallToolRequest, t *tool
 		return errorResult(fmt.Sprintf("invalid_args: the arguments of %s.%s must be a JSON object", t.agent, t.action))
 	}
 	m := &agency.Message{To: t.agent, Action: t.action, Args: json.RawMessage(args), ID: agency.NewID()}
+	if conv := s.conversation(req.Session); conv != "" {
+		m.Meta = map[string]any{MetaConversation: conv}
+	}
 	if t.requested && supportsElicitation(req.Session) {
 		// The person's answer comes with the call again (go-sdk asks a
 		// client of an older protocol itself and calls again).
@@ -393,7 +401,10 @@ func (s *Server) callTool(ctx context.Context, req *sdk.CallToolRequest, t *tool
 		if er, ok := resp.(*sdk.ElicitResult); !ok || er.Action != "accept" {
 			return errorResult(fmt.Sprintf("permission_denied: the person using this MCP client did not approve the call of %s.%s", t.agent, t.action))
 		}
-		m.Meta = map[string]any{MetaApproved: "elicitation"}
+		if m.Meta == nil {
+			m.Meta = map[string]any{}
+		}
+		m.Meta[MetaApproved] = "elicitation"
 	}
 	if token := req.Params.GetProgressToken(); token != nil {
 		if m.Meta == nil {
@@ -414,6 +425,32 @@ func (s *Server) callTool(ctx context.Context, req *sdk.CallToolRequest, t *tool
 		return s.failed(ctx, t, err)
 	}
 	return result(t, r)
+}
+
+// conversation returns the conversation of an MCP session: an id of its
+// own, made at its first call, which every request of the session carries
+// as __meta__.conversation, so that an agent that keys state by
+// conversation (an LLM agent's history) keeps each session's apart. It is
+// not the session's Mcp-Session-Id, which stays between the client and
+// the server.
+func (s *Server) conversation(ss *sdk.ServerSession) string {
+	if ss == nil {
+		return ""
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if c, ok := s.convs[ss]; ok {
+		return c
+	}
+	c := "mcp-" + agency.NewID()
+	s.convs[ss] = c
+	go func() {
+		_ = ss.Wait()
+		s.mu.Lock()
+		delete(s.convs, ss)
+		s.mu.Unlock()
+	}()
+	return c
 }
 
 // failed is the result of a call that failed.
