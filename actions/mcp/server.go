@@ -30,6 +30,8 @@ type Server struct {
 	mcp   *sdk.Server
 	cfg   serverConfig
 
+	surveying sync.Mutex // one survey at a time, so that an older one never undoes a newer one
+
 	mu      sync.Mutex
 	tools   map[string]*tool              // tool name → tool
 	refresh chan struct{}                 // capacity 1: "survey again soon"
@@ -221,6 +223,8 @@ func (s *Server) askRefresh() {
 
 // survey asks the space for help and makes the tools what it offers.
 func (s *Server) survey(ctx context.Context) error {
+	s.surveying.Lock()
+	defer s.surveying.Unlock()
 	sctx, cancel := context.WithTimeout(ctx, 2*s.cfg.settle+time.Second)
 	found, err := agency.Survey(sctx, s.agent, agency.SurveyQuiet(s.cfg.settle))
 	cancel()
