@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/google/jsonschema-go/jsonschema"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/seed72275b23/agency-go/agency"
@@ -359,10 +360,130 @@ func outputSchema(returns json.RawMessage) (schema json.RawMessage, object bool)
 	}
 	b, _ := json.Marshal(map[string]any{
 		"type":       "object",
-		"properties": map[string]json.RawMessage{"result": returns},
+		"properties": map[string]json.RawMessage{"result": orNull(returns)},
 		"required":   []string{"result"},
 	})
 	return b, false
+}
+
+// orNull returns schema with null allowed too: a result may be null (a
+// nil slice, map or pointer in Go) whatever its schema says, and help
+// cannot tell. A plain "type" gains "null"; any other schema is wrapped
+// in anyOf.
+func orNull(schema json.RawMessage) json.RawMessage {
+	var top map[string]json.RawMessage
+	if json.Unmarshal(schema, &top) != nil {
+		return schema
+	}
+	_, enum := top["enum"]
+	_, konst := top["const"]
+	var typ string
+	if !enum && !konst && json.Unmarshal(top["type"], &typ) == nil && typ != "" {
+		if typ == "null" {
+			return schema
+		}
+		top["type"], _ = json.Marshal([]string{typ, "null"})
+		b, _ := json.Marshal(top)
+		return b
+	}
+	var types []string
+	if !enum && !konst && json.Unmarshal(top["type"], &types) == nil && len(types) > 0 {
+		if !slices.Contains(types, "null") {
+			top["type"], _ = json.Marshal(append(types, "null"))
+		}
+		b, _ := json.Marshal(top)
+		return b
+	}
+	b, _ := json.Marshal(map[string]any{"anyOf": []json.RawMessage{schema, json.RawMessage(`{"type":"null"}`)}})
+	return b
+}
+
+// zeroObject returns the value that stands for null as the structured
+// content of a tool whose output schema is the object schema given: the
+// object with each required property at its zero value ("", 0, false,
+// [], {}, or null where allowed, its const or first enum value or its
+// default where it has one), as go-sdk gives for a nil pointer. It
+// reports false when it cannot make one the schema accepts.
+func zeroObject(schema json.RawMessage) (json.RawMessage, bool) {
+	var m map[string]any
+	if json.Unmarshal(schema, &m) != nil {
+		return nil, false
+	}
+	z, ok := zeroOf(m, 0)
+	if !ok {
+		return nil, false
+	}
+	b, err := json.Marshal(z)
+	if err != nil || len(b) == 0 || b[0] != '{' {
+		return nil, false
+	}
+	var s jsonschema.Schema
+	if json.Unmarshal(schema, &s) != nil {
+		return nil, false
+	}
+	rs, err := s.Resolve(nil)
+	if err != nil || rs.Validate(z) != nil {
+		return nil, false
+	}
+	return b, true
+}
+
+func zeroOf(s map[string]any, depth int) (any, bool) {
+	if depth > 16 {
+		return nil, false
+	}
+	if c, ok := s["const"]; ok {
+		return c, true
+	}
+	if e, ok := s["enum"].([]any); ok && len(e) > 0 {
+		return e[0], true
+	}
+	if d, ok := s["default"]; ok {
+		return d, true
+	}
+	var types []string
+	switch t := s["type"].(type) {
+	case string:
+		types = []string{t}
+	case []any:
+		for _, x := range t {
+			if x, ok := x.(string); ok {
+				types = append(types, x)
+			}
+		}
+	}
+	if slices.Contains(types, "null") {
+		return nil, true
+	}
+	if len(types) == 0 {
+		return nil, false
+	}
+	switch types[0] {
+	case "object":
+		obj := map[string]any{}
+		props, _ := s["properties"].(map[string]any)
+		req, _ := s["required"].([]any)
+		for _, name := range req {
+			name, _ := name.(string)
+			p, ok := props[name].(map[string]any)
+			if !ok {
+				return nil, false
+			}
+			if obj[name], ok = zeroOf(p, depth+1); !ok {
+				return nil, false
+			}
+		}
+		return obj, true
+	case "array":
+		return []any{}, true
+	case "string":
+		return "", true
+	case "number", "integer":
+		return 0, true
+	case "boolean":
+		return false, true
+	}
+	return nil, false
 }
 
 // handler returns the tools/call handler of the tool name.
@@ -487,6 +608,14 @@ func result(t *tool, r *agency.Message) *sdk.CallToolResult {
 	res := &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: string(v)}}}
 	switch {
 	case t.output == nil:
+	case t.object && string(v) == "null":
+		// A nil map or pointer: the text says null, the structured
+		// content is the object's zero value, which its schema accepts.
+		z, ok := zeroObject(t.output)
+		if !ok {
+			return errorResult(fmt.Sprintf("action_failed: %s.%s returned null, and its help promises an object for which no empty value fits the schema", t.agent, t.action))
+		}
+		res.StructuredContent = z
 	case t.object:
 		if v[0] != '{' {
 			return errorResult(fmt.Sprintf("action_failed: %s.%s returned %.40s where its help promises an object", t.agent, t.action, v))
