@@ -523,6 +523,9 @@ func (s *Server) callTool(ctx context.Context, req *sdk.CallToolRequest, t *tool
 		if !asked {
 			return approvalRequest(t, args)
 		}
+		// The approval travels as MetaApproved on a message from this
+		// agent, the only sender an approver may believe it from
+		// (Approved); the client's own _meta is never forwarded.
 		if er, ok := resp.(*sdk.ElicitResult); !ok || er.Action != "accept" {
 			return errorResult(fmt.Sprintf("permission_denied: the person using this MCP client did not approve the call of %s.%s", t.agent, t.action))
 		}
