@@ -9,7 +9,9 @@ import (
 	"log/slog"
 	"maps"
 	"net/http"
+	"os"
 	"os/exec"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -27,16 +29,45 @@ import (
 type Connector func() (sdk.Transport, error)
 
 // Command is a Connector that starts the command name with args and speaks
-// MCP over its stdin and stdout (its stderr goes to this process's). env,
-// given as "KEY=value" pairs, is added to this process's environment.
+// MCP over its stdin and stdout (its stderr goes to this process's).
+//
+// The command gets only a few of this process's environment variables,
+// those [InheritedEnv] names (HOME, LOGNAME, PATH, SHELL, TERM, USER; on
+// Windows its usual set), as the official TypeScript SDK gives a server it
+// starts, and then env, given as "KEY=value" pairs, which wins over them.
+// This process's secrets (OPENAI_API_KEY, AMQP_URL, DATABASE_URL, …)
+// reach a third-party server only when given in env; pass os.Environ() to
+// give it everything.
 func Command(env []string, name string, args ...string) Connector {
 	return func() (sdk.Transport, error) {
 		cmd := exec.Command(name, args...)
-		if len(env) > 0 {
-			cmd.Env = append(cmd.Environ(), env...)
-		}
+		cmd.Env = append(inheritedEnv(), env...)
 		return &sdk.CommandTransport{Command: cmd, TerminateDuration: 2 * time.Second}, nil
 	}
+}
+
+// InheritedEnv returns the names of the environment variables that a
+// server started by [Command] gets from this process: those the official
+// TypeScript SDK passes.
+func InheritedEnv() []string {
+	if runtime.GOOS == "windows" {
+		return []string{"APPDATA", "HOMEDRIVE", "HOMEPATH", "LOCALAPPDATA", "PATH", "PROCESSOR_ARCHITECTURE",
+			"SYSTEMDRIVE", "SYSTEMROOT", "TEMP", "USERNAME", "USERPROFILE", "PROGRAMFILES"}
+	}
+	return []string{"HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER"}
+}
+
+// inheritedEnv returns the InheritedEnv variables that are set, as
+// "KEY=value", leaving out values that start with "()" (exported shell
+// functions), as the TypeScript SDK does.
+func inheritedEnv() []string {
+	var env []string
+	for _, k := range InheritedEnv() {
+		if v, ok := os.LookupEnv(k); ok && !strings.HasPrefix(v, "()") {
+			env = append(env, k+"="+v)
+		}
+	}
+	return env
 }
 
 // Endpoint is a Connector to an MCP server over streamable HTTP at url.

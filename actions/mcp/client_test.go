@@ -71,6 +71,15 @@ func testServer() *sdk.Server {
 	sdk.AddTool(s, &sdk.Tool{Name: "pid"}, func(context.Context, *sdk.CallToolRequest, struct{}) (*sdk.CallToolResult, any, error) {
 		return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: fmt.Sprint(os.Getpid())}}}, nil, nil
 	})
+	sdk.AddTool(s, &sdk.Tool{Name: "getenv"}, func(_ context.Context, _ *sdk.CallToolRequest, in struct {
+		Name string `json:"name"`
+	}) (*sdk.CallToolResult, any, error) {
+		v, ok := os.LookupEnv(in.Name)
+		if !ok {
+			v = "(unset)"
+		}
+		return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: v}}}, nil, nil
+	})
 	sdk.AddTool(s, &sdk.Tool{Name: "calls"}, func(context.Context, *sdk.CallToolRequest, struct{}) (*sdk.CallToolResult, any, error) {
 		return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: fmt.Sprint(calls.Load())}}}, nil, nil
 	})

@@ -21,8 +21,10 @@
 // results with the text the space gives, an unknown tool as a JSON-RPC
 // error. The tools follow the agents that join and leave (see
 // [Rediscover]); requested access asks the client's person through
-// elicitation where the client supports it; an action reports progress
-// with [Progress].
+// elicitation where the client supports it, and the action's approver
+// tells that approval from a forged one with [Approved]; each MCP session
+// is a conversation of its own ([MetaConversation]); an action reports
+// progress with [Progress].
 //
 // A [Client] joins an MCP server (a [Command] on stdio, or an [Endpoint]
 // over streamable HTTP) to a space as an agent whose actions are the

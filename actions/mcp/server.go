@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/google/jsonschema-go/jsonschema"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/seed72275b23/agency-go/agency"
@@ -30,12 +31,15 @@ type Server struct {
 	mcp   *sdk.Server
 	cfg   serverConfig
 
+	surveying sync.Mutex // one survey at a time, so that an older one never undoes a newer one
+
 	mu      sync.Mutex
-	tools   map[string]*tool   // tool name → tool
-	refresh chan struct{}      // capacity 1: "survey again soon"
-	calls   map[string]*call   // request message id → the call awaiting it
-	stop    context.CancelFunc // ends the discovery loop
-	done    chan struct{}      // closed when the discovery loop has ended
+	tools   map[string]*tool              // tool name → tool
+	refresh chan struct{}                 // capacity 1: "survey again soon"
+	calls   map[string]*call              // request message id → the call awaiting it
+	convs   map[*sdk.ServerSession]string // MCP session → its conversation
+	stop    context.CancelFunc            // ends the discovery loop
+	done    chan struct{}                 // closed when the discovery loop has ended
 }
 
 // tool is one action on offer.
@@ -59,10 +63,32 @@ const (
 	// MetaProgress is set (true) on a request whose MCP client gave a
 	// progress token: the action may report progress with [Progress].
 	MetaProgress = "mcp_progress"
+	// MetaConversation is set on every request to the conversation of the
+	// MCP session it comes from ("mcp-" and an id the server makes): each
+	// session is a conversation of its own, owned by the server's agent.
+	MetaConversation = "conversation"
 	// MetaApproved is set ("elicitation") on a request for an action of
-	// requested access whose call the MCP client's person approved.
+	// requested access whose call the MCP client's person approved. Any
+	// agent can set a meta key: trust it only on a message from the
+	// server's own agent, as [Approved] does. The server never forwards
+	// what a client puts in a call's _meta.
 	MetaApproved = "mcp_approved"
 )
+
+// Approved reports whether the action ctx belongs to was requested by
+// the agent of one of the MCP servers named (their ids) after the person
+// using its MCP client approved the call through elicitation. The sender
+// is the space's to vouch for (a message's from cannot be forged through
+// agency's API); the meta key alone is not, as any agent may set it. An
+// approver of an action of requested access calls it:
+//
+//	agency.Approve(func(ctx context.Context, _ ResetArgs) (bool, error) {
+//		return mcp.Approved(ctx, "MCP"), nil
+//	})
+func Approved(ctx context.Context, bridges ...string) bool {
+	m := agency.MessageFrom(ctx)
+	return m != nil && m.Meta[MetaApproved] == "elicitation" && slices.Contains(bridges, m.From)
+}
 
 // ProgressAction is the action of the server's agent that [Progress]
 // sends to. Only an agent with a call from the server under way may call
@@ -78,7 +104,7 @@ func NewServer(id string, opts ...ServerOption) (*Server, error) {
 		}
 	}
 	s := &Server{cfg: cfg, tools: map[string]*tool{}, calls: map[string]*call{},
-		refresh: make(chan struct{}, 1)}
+		convs: map[*sdk.ServerSession]string{}, refresh: make(chan struct{}, 1)}
 	agentOpts := []agency.Option{agency.Hooks(serverHooks{s}), agency.Concurrency(64), agency.Logger(cfg.logger)}
 	a, err := agency.NewAgent(id, agentOpts...)
 	if err != nil {
@@ -198,6 +224,8 @@ func (s *Server) askRefresh() {
 
 // survey asks the space for help and makes the tools what it offers.
 func (s *Server) survey(ctx context.Context) error {
+	s.surveying.Lock()
+	defer s.surveying.Unlock()
 	sctx, cancel := context.WithTimeout(ctx, 2*s.cfg.settle+time.Second)
 	found, err := agency.Survey(sctx, s.agent, agency.SurveyQuiet(s.cfg.settle))
 	cancel()
@@ -332,10 +360,130 @@ func outputSchema(returns json.RawMessage) (schema json.RawMessage, object bool)
 	}
 	b, _ := json.Marshal(map[string]any{
 		"type":       "object",
-		"properties": map[string]json.RawMessage{"result": returns},
+		"properties": map[string]json.RawMessage{"result": orNull(returns)},
 		"required":   []string{"result"},
 	})
 	return b, false
+}
+
+// orNull returns schema with null allowed too: a result may be null (a
+// nil slice, map or pointer in Go) whatever its schema says, and help
+// cannot tell. A plain "type" gains "null"; any other schema is wrapped
+// in anyOf.
+func orNull(schema json.RawMessage) json.RawMessage {
+	var top map[string]json.RawMessage
+	if json.Unmarshal(schema, &top) != nil {
+		return schema
+	}
+	_, enum := top["enum"]
+	_, konst := top["const"]
+	var typ string
+	if !enum && !konst && json.Unmarshal(top["type"], &typ) == nil && typ != "" {
+		if typ == "null" {
+			return schema
+		}
+		top["type"], _ = json.Marshal([]string{typ, "null"})
+		b, _ := json.Marshal(top)
+		return b
+	}
+	var types []string
+	if !enum && !konst && json.Unmarshal(top["type"], &types) == nil && len(types) > 0 {
+		if !slices.Contains(types, "null") {
+			top["type"], _ = json.Marshal(append(types, "null"))
+		}
+		b, _ := json.Marshal(top)
+		return b
+	}
+	b, _ := json.Marshal(map[string]any{"anyOf": []json.RawMessage{schema, json.RawMessage(`{"type":"null"}`)}})
+	return b
+}
+
+// zeroObject returns the value that stands for null as the structured
+// content of a tool whose output schema is the object schema given: the
+// object with each required property at its zero value ("", 0, false,
+// [], {}, or null where allowed, its const or first enum value or its
+// default where it has one), as go-sdk gives for a nil pointer. It
+// reports false when it cannot make one the schema accepts.
+func zeroObject(schema json.RawMessage) (json.RawMessage, bool) {
+	var m map[string]any
+	if json.Unmarshal(schema, &m) != nil {
+		return nil, false
+	}
+	z, ok := zeroOf(m, 0)
+	if !ok {
+		return nil, false
+	}
+	b, err := json.Marshal(z)
+	if err != nil || len(b) == 0 || b[0] != '{' {
+		return nil, false
+	}
+	var s jsonschema.Schema
+	if json.Unmarshal(schema, &s) != nil {
+		return nil, false
+	}
+	rs, err := s.Resolve(nil)
+	if err != nil || rs.Validate(z) != nil {
+		return nil, false
+	}
+	return b, true
+}
+
+func zeroOf(s map[string]any, depth int) (any, bool) {
+	if depth > 16 {
+		return nil, false
+	}
+	if c, ok := s["const"]; ok {
+		return c, true
+	}
+	if e, ok := s["enum"].([]any); ok && len(e) > 0 {
+		return e[0], true
+	}
+	if d, ok := s["default"]; ok {
+		return d, true
+	}
+	var types []string
+	switch t := s["type"].(type) {
+	case string:
+		types = []string{t}
+	case []any:
+		for _, x := range t {
+			if x, ok := x.(string); ok {
+				types = append(types, x)
+			}
+		}
+	}
+	if slices.Contains(types, "null") {
+		return nil, true
+	}
+	if len(types) == 0 {
+		return nil, false
+	}
+	switch types[0] {
+	case "object":
+		obj := map[string]any{}
+		props, _ := s["properties"].(map[string]any)
+		req, _ := s["required"].([]any)
+		for _, name := range req {
+			name, _ := name.(string)
+			p, ok := props[name].(map[string]any)
+			if !ok {
+				return nil, false
+			}
+			if obj[name], ok = zeroOf(p, depth+1); !ok {
+				return nil, false
+			}
+		}
+		return obj, true
+	case "array":
+		return []any{}, true
+	case "string":
+		return "", true
+	case "number", "integer":
+		return 0, true
+	case "boolean":
+		return false, true
+	}
+	return nil, false
 }
 
 // handler returns the tools/call handler of the tool name.
@@ -365,6 +513,9 @@ func (s *Server) callTool(ctx context.Context, req *sdk.CallToolRequest, t *tool
 		return errorResult(fmt.Sprintf("invalid_args: the arguments of %s.%s must be a JSON object", t.agent, t.action))
 	}
 	m := &agency.Message{To: t.agent, Action: t.action, Args: json.RawMessage(args), ID: agency.NewID()}
+	if conv := s.conversation(req.Session); conv != "" {
+		m.Meta = map[string]any{MetaConversation: conv}
+	}
 	if t.requested && supportsElicitation(req.Session) {
 		// The person's answer comes with the call again (go-sdk asks a
 		// client of an older protocol itself and calls again).
@@ -372,10 +523,16 @@ func (s *Server) callTool(ctx context.Context, req *sdk.CallToolRequest, t *tool
 		if !asked {
 			return approvalRequest(t, args)
 		}
+		// The approval travels as MetaApproved on a message from this
+		// agent, the only sender an approver may believe it from
+		// (Approved); the client's own _meta is never forwarded.
 		if er, ok := resp.(*sdk.ElicitResult); !ok || er.Action != "accept" {
 			return errorResult(fmt.Sprintf("permission_denied: the person using this MCP client did not approve the call of %s.%s", t.agent, t.action))
 		}
-		m.Meta = map[string]any{MetaApproved: "elicitation"}
+		if m.Meta == nil {
+			m.Meta = map[string]any{}
+		}
+		m.Meta[MetaApproved] = "elicitation"
 	}
 	if token := req.Params.GetProgressToken(); token != nil {
 		if m.Meta == nil {
@@ -396,6 +553,32 @@ func (s *Server) callTool(ctx context.Context, req *sdk.CallToolRequest, t *tool
 		return s.failed(ctx, t, err)
 	}
 	return result(t, r)
+}
+
+// conversation returns the conversation of an MCP session: an id of its
+// own, made at its first call, which every request of the session carries
+// as __meta__.conversation, so that an agent that keys state by
+// conversation (an LLM agent's history) keeps each session's apart. It is
+// not the session's Mcp-Session-Id, which stays between the client and
+// the server.
+func (s *Server) conversation(ss *sdk.ServerSession) string {
+	if ss == nil {
+		return ""
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if c, ok := s.convs[ss]; ok {
+		return c
+	}
+	c := "mcp-" + agency.NewID()
+	s.convs[ss] = c
+	go func() {
+		_ = ss.Wait()
+		s.mu.Lock()
+		delete(s.convs, ss)
+		s.mu.Unlock()
+	}()
+	return c
 }
 
 // failed is the result of a call that failed.
@@ -428,6 +611,14 @@ func result(t *tool, r *agency.Message) *sdk.CallToolResult {
 	res := &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: string(v)}}}
 	switch {
 	case t.output == nil:
+	case t.object && string(v) == "null":
+		// A nil map or pointer: the text says null, the structured
+		// content is the object's zero value, which its schema accepts.
+		z, ok := zeroObject(t.output)
+		if !ok {
+			return errorResult(fmt.Sprintf("action_failed: %s.%s returned null, and its help promises an object for which no empty value fits the schema", t.agent, t.action))
+		}
+		res.StructuredContent = z
 	case t.object:
 		if v[0] != '{' {
 			return errorResult(fmt.Sprintf("action_failed: %s.%s returned %.40s where its help promises an object", t.agent, t.action, v))

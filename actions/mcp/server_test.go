@@ -56,7 +56,7 @@ func calculator(t *testing.T, release <-chan struct{}) *agency.Agent {
 	})
 	agency.Handle(calc, "clear", func(_ context.Context, a struct{}) (string, error) { return "cleared", nil },
 		agency.Approve(func(ctx context.Context, _ struct{}) (bool, error) {
-			return agency.MessageFrom(ctx).Meta[mcp.MetaApproved] == "elicitation", nil
+			return mcp.Approved(ctx, "Bridge"), nil
 		}))
 	agency.Handle(calc, "secret", func(_ context.Context, a struct{}) (string, error) { return "x", nil },
 		agency.AccessBySender(map[string]agency.Access{"Bridge": agency.Denied}, agency.Permitted))
@@ -179,7 +179,7 @@ func TestServerListsActionsAsTools(t *testing.T) {
 	if !strings.Contains(in, `"required":["a","b"]`) || !strings.Contains(in, `"first addend"`) {
 		t.Errorf("input schema %s", in)
 	}
-	if got := schemaJSON(add.OutputSchema); got != `{"properties":{"result":{"description":"the sum","type":"number"}},"required":["result"],"type":"object"}` {
+	if got := schemaJSON(add.OutputSchema); got != `{"properties":{"result":{"description":"the sum","type":["number","null"]}},"required":["result"],"type":"object"}` {
 		t.Errorf("add's output schema %s", got)
 	}
 	if got := schemaJSON(tools["Calculator.point"].OutputSchema); !strings.Contains(got, `"type":"object"`) || !strings.Contains(got, `"x"`) || strings.Contains(got, `"result"`) {

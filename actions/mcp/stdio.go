@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"regexp"
 	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -24,7 +25,9 @@ const DefaultMaxFrameBytes = sdk.DefaultMaxLineLength
 // StdioTransport, which ends the session at the first frame it cannot
 // read, it answers a frame that is not JSON (-32700, parse error), not a
 // JSON-RPC message (-32600) or over MaxFrameBytes (-32600, without holding
-// more of it than the limit) with an error response, and goes on serving.
+// more of it than the limit; for the request's id when its first or last
+// 4 KiB show it, so that the client's call ends) with an error response,
+// and goes on serving.
 type StdioTransport struct {
 	In            io.Reader
 	Out           io.Writer
@@ -82,28 +85,95 @@ func (c *stdioConn) readLoop(r *bufio.Reader, limit int) {
 	}
 }
 
+// edge is how much of a frame's start and end readLine keeps of a frame
+// over the limit, to find its id in.
+const edge = 4 << 10
+
 // readLine reads one line, keeping at most limit bytes of it: over
-// reports a line that was longer (its rest is read and dropped).
+// reports a line that was longer, whose rest is read and dropped; of such
+// a line, line holds its first edge bytes, then a newline, then its last
+// edge bytes (where a request's id is: at the start, or, as the
+// TypeScript SDK writes it, at the end).
 func readLine(r *bufio.Reader, limit int) (line []byte, over bool, err error) {
+	var tail []byte
 	for {
 		chunk, err := r.ReadSlice('\n')
-		if !over {
-			if len(line)+len(chunk) > limit {
-				over, line = true, nil
-			} else {
-				line = append(line, chunk...)
+		switch {
+		case !over && len(line)+len(chunk) > limit:
+			over = true
+			tail = append(append(tail, line[len(line)-min(len(line), edge):]...), chunk...)
+			line = append([]byte(nil), line[:min(len(line), edge)]...)
+			if len(line) < edge {
+				line = append(line, chunk[:min(len(chunk), edge-len(line))]...)
 			}
+		case over:
+			tail = append(tail, chunk...)
+		default:
+			line = append(line, chunk...)
+		}
+		if len(tail) > 2*edge {
+			tail = append(tail[:0], tail[len(tail)-edge:]...)
 		}
 		if err != bufio.ErrBufferFull {
+			if over {
+				tail = tail[len(tail)-min(len(tail), edge):]
+				line = append(append(line, '\n'), tail...)
+			}
 			return line, over, err
 		}
 	}
 }
 
+// tailID matches a request id written last in a frame: "id": a number or
+// a string, perhaps "jsonrpc": "2.0" after it, and the frame's end.
+var tailID = regexp.MustCompile(`"id"\s*:\s*(-?[0-9]+|"(?:[^"\\]|\\.)*")\s*(?:,\s*"jsonrpc"\s*:\s*"2\.0"\s*)?}\s*$`)
+
+// frameID returns the id of a request over the limit, from what readLine
+// kept of it (its start, a newline, its end), or nil when it cannot tell.
+// At the start, the members before params are read as JSON; at the end,
+// the id must be the object's last member (or be followed by jsonrpc
+// only), so that an "id" inside params is never taken for it.
+func frameID(kept []byte) json.RawMessage {
+	head, tail, _ := bytes.Cut(kept, []byte("\n"))
+	dec := json.NewDecoder(bytes.NewReader(head))
+	if tok, err := dec.Token(); err == nil && tok == json.Delim('{') {
+		for dec.More() {
+			key, err := dec.Token()
+			if err != nil {
+				break
+			}
+			var v json.RawMessage
+			if err := dec.Decode(&v); err != nil {
+				break // a member cut off by the edge: the id, if anywhere, is at the end
+			}
+			if key == "id" && validID(v) {
+				return v
+			}
+		}
+	}
+	if m := tailID.FindSubmatch(tail); m != nil && validID(m[1]) {
+		return json.RawMessage(m[1])
+	}
+	return nil
+}
+
+// validID reports whether v is a JSON-RPC id: a number or a string.
+func validID(v json.RawMessage) bool {
+	var id any
+	if json.Unmarshal(v, &id) != nil {
+		return false
+	}
+	switch id.(type) {
+	case float64, string:
+		return true
+	}
+	return false
+}
+
 // decode reads one frame, or answers it with an error and reports false.
 func (c *stdioConn) decode(line []byte, over bool, limit int) (jsonrpc.Message, bool) {
 	if over {
-		c.writeError(nil, -32600, fmt.Sprintf("invalid request: a frame of more than %d bytes was dropped unread; send less", limit))
+		c.writeError(frameID(line), -32600, fmt.Sprintf("invalid request: a frame of more than %d bytes was dropped unread; send less", limit))
 		return nil, false
 	}
 	line = bytes.TrimSpace(line)

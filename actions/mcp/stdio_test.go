@@ -79,11 +79,21 @@ func TestStdioBadFrames(t *testing.T) {
 		t.Fatalf("not JSON-RPC: %v", r)
 	}
 	send(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"Calculator.add","arguments":{"a":1,"b":2,"pad":"` + strings.Repeat("x", 2<<20) + `"}}}`)
-	if code, msg := errorOf(recv()); code != -32600 || !strings.Contains(msg, "more than 1048576 bytes") {
+	r := recv()
+	if code, msg := errorOf(r); code != -32600 || !strings.Contains(msg, "more than 1048576 bytes") {
 		t.Fatalf("frame over the limit: %v %q", code, msg)
 	}
+	if r["id"] != float64(2) {
+		t.Errorf("frame over the limit, id first: the error's id is %v, want 2 (the client's call would never end)", r["id"])
+	}
+	// The TypeScript SDK writes the id last.
+	send(`{"method":"tools/call","params":{"name":"Calculator.add","arguments":{"a":1,"b":2,"id":9,"pad":"` + strings.Repeat("x", 2<<20) + `"}},"jsonrpc":"2.0","id":"req-4"}`)
+	r = recv()
+	if code, _ := errorOf(r); code != -32600 || r["id"] != "req-4" {
+		t.Errorf("frame over the limit, id last: %v, want the error for id \"req-4\"", r)
+	}
 	send(`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"Calculator.add","arguments":{"a":1,"b":2}}}`)
-	r := recv()
+	r = recv()
 	if r["id"] != float64(3) || !strings.Contains(jsonText(r), `"text":"3"`) {
 		t.Fatalf("add after bad frames: %v", r)
 	}

@@ -75,12 +75,19 @@ func newCalculator() *agency.Agent {
 	return calc
 }
 
+// bridgeID is the id of the MCP server's agent beside the Calculator.
+const bridgeID = "MCP"
+
 // approveReset is the Calculator's approver for reset: it lets through a
-// call that the MCP client's person approved, and refuses any other,
-// saying why.
+// call that the MCP bridge sent after its client's person approved it,
+// and refuses any other, saying why. It checks who sent the call, not
+// only the meta key, which any agent in the space could set.
 func approveReset(ctx context.Context, _ ResetArgs) (bool, error) {
-	if agency.MessageFrom(ctx).Meta[mcp.MetaApproved] == "elicitation" {
+	if mcp.Approved(ctx, bridgeID) {
 		return true, nil
+	}
+	if agency.MessageFrom(ctx).From != bridgeID {
+		return false, agency.PermissionDeniedf("reset needs a person's approval, which only the MCP bridge %q can ask for", bridgeID)
 	}
 	return false, agency.PermissionDeniedf("reset needs a person's approval, and this caller's MCP client cannot ask one (it does not support elicitation)")
 }
@@ -123,7 +130,7 @@ func serve(ctx context.Context, logger *slog.Logger, useAMQP bool, exchange, htt
 		Add(context.Context, *agency.Agent) error
 		Close(context.Context) error
 	}
-	id := "MCP"
+	id := bridgeID
 	if useAMQP {
 		cfg, err := amqpspace.ConfigFromEnv()
 		if err != nil {
