@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -25,7 +26,9 @@ func newSayCmd(o *options) *cobra.Command {
 		Short: "Say something to an LLM or human agent and print its answer",
 		Long: `say sends TEXT (- reads it from stdin) to AGENT's action say, as LLM agents
 (actions/openai) and people (actions/human) offer it, and prints the answer
-when it comes. Errors end it as call's do, with the same exit codes.
+as it comes: it asks for the answer's parts, which an LLM agent sends as
+its model writes them; an agent that sends none is printed when it answers.
+Errors end it as call's do, with the same exit codes.
 
 Each say is a conversation of its own, unless --conversation names one: an
 agent keeps the history of a conversation for the agent that started it, so
@@ -65,18 +68,53 @@ and permissions are what keep others out.`,
 			if conversation != "" {
 				m.Meta = map[string]any{"conversation": conversation}
 			}
-			v, err := s.request(cmd.Context(), o, m)
-			if err != nil {
-				return err
-			}
-			var answer string
-			if json.Unmarshal(v, &answer) == nil {
-				_, err := fmt.Fprintln(o.stdout, answer)
-				return err
-			}
-			return printJSON(o.stdout, v)
+			return s.say(cmd.Context(), o, m)
 		},
 	}
 	cmd.Flags().StringVar(&conversation, "conversation", "", "the conversation to continue (its id)")
 	return cmd
+}
+
+// say sends m, a say, asking for the parts of its answer, and prints each
+// text part as it comes; the answer, once whole, ends the line. An agent
+// that sends no parts (a person, a Python agent) is printed when it
+// answers, as call prints.
+func (s *session) say(ctx context.Context, o *options, m *agency.Message) error {
+	ctx, cancel := context.WithTimeout(ctx, o.timeout)
+	defer cancel()
+	agent, action := m.To, m.Action
+	shown := false // whether parts were printed, on a line not yet ended
+	for r, err := range s.agent.StreamMessage(ctx, m) {
+		if err != nil {
+			if shown {
+				fmt.Fprintln(o.stdout)
+			}
+			return s.explain(err, agent, action, o)
+		}
+		v, err := agency.Value[json.RawMessage](r)
+		if err != nil {
+			return err
+		}
+		var text string
+		isText := json.Unmarshal(v, &text) == nil
+		if r.Action == agency.PartAction {
+			if isText {
+				if _, err := io.WriteString(o.stdout, text); err != nil {
+					return err
+				}
+				shown = true
+			}
+			continue
+		}
+		switch {
+		case shown: // the answer is what its parts showed
+			_, err = fmt.Fprintln(o.stdout)
+		case isText:
+			_, err = fmt.Fprintln(o.stdout, text)
+		default:
+			err = printJSON(o.stdout, v)
+		}
+		return err
+	}
+	return nil
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"io"
 	"os/exec"
 	"strings"
 	"testing"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/seed72275b23/agency-go/actions/openai"
 	"github.com/seed72275b23/agency-go/actions/openai/openaitest"
+	"github.com/seed72275b23/agency-go/agency"
 	"github.com/seed72275b23/agency-go/amqpspace"
 	"github.com/seed72275b23/agency-go/amqpspace/amqptest"
 )
@@ -85,5 +87,63 @@ func TestDemo(t *testing.T) {
 	r = runAgency(t, "", "--demo", "call", "Calculator", "clear", `{"reason":"x"}`)
 	if r.code != exitInvalidArgs {
 		t.Errorf("--demo call clear with a short reason: exit %d, stderr %q", r.code, r.stderr)
+	}
+}
+
+// say shows the parts of an answer as they come: the first part is on
+// stdout while the agent still holds back the rest of its answer.
+func TestSayStreams(t *testing.T) {
+	url := amqptest.URL(t)
+	sp := amqptest.NewSpace(t, amqpspace.Config{URL: url})
+	id := amqptest.Name("Streamer")
+	release := make(chan struct{})
+	a := agency.MustNewAgent(id)
+	agency.Handle(a, "say", func(ctx context.Context, args sayArgs) (string, error) {
+		if err := agency.Emit(ctx, "Hel"); err != nil {
+			return "", err
+		}
+		if err := agency.Emit(ctx, "lo"); err != nil {
+			return "", err
+		}
+		select {
+		case <-release: // the test saw the parts on stdout
+		case <-ctx.Done():
+			return "", ctx.Err()
+		}
+		return "Hello", nil
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := sp.Add(ctx, a); err != nil {
+		t.Fatal(err)
+	}
+
+	cmd := agencyCmd(ctx, url, "--exchange", sp.Exchange(), "say", id, "hi")
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var got []byte
+	buf := make([]byte, 64)
+	for !strings.HasPrefix(string(got), "Hello") {
+		n, err := stdout.Read(buf)
+		got = append(got, buf[:n]...)
+		if err != nil {
+			t.Fatalf("stdout %q before the answer was released: %v (stderr %q)", got, err, stderr.String())
+		}
+	}
+	close(release)
+	rest, _ := io.ReadAll(stdout)
+	got = append(got, rest...)
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("say: %v (stderr %q)", err, stderr.String())
+	}
+	if string(got) != "Hello\n" {
+		t.Fatalf("say printed %q, want the parts once, then the line ended: %q", got, "Hello\n")
 	}
 }
