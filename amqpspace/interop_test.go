@@ -105,21 +105,32 @@ func (p *probe) listen() {
 		p.t.Fatal(err)
 	}
 	merged := make(chan amqp.Delivery)
+	// A delivery that comes after the test stopped reading (a late
+	// broadcast) is dropped when the test ends, not held for ever.
+	done := make(chan struct{})
+	p.t.Cleanup(func() { close(done) })
 	go func(a, b <-chan amqp.Delivery) {
 		for a != nil || b != nil {
+			var d amqp.Delivery
+			var ok bool
 			select {
-			case d, ok := <-a:
+			case d, ok = <-a:
 				if !ok {
 					a = nil
 					continue
 				}
-				merged <- d
-			case d, ok := <-b:
+			case d, ok = <-b:
 				if !ok {
 					b = nil
 					continue
 				}
-				merged <- d
+			case <-done:
+				return
+			}
+			select {
+			case merged <- d:
+			case <-done:
+				return
 			}
 		}
 	}(p.in, in)

@@ -43,7 +43,6 @@ type Terminal struct {
 	end     error    // io.EOF, a read error, or ErrTerminalClosed
 
 	partial *Line // the answer whose pieces are written, on a line not yet ended; under wmu
-	broken  bool  // the pieces ended with a line break not yet written; under wmu
 }
 
 type waiter struct {
@@ -98,22 +97,13 @@ func (t *Terminal) ShowPart(_ context.Context, l Line) error {
 	if p := t.partial; p == nil || p.From != l.From || p.Conversation != l.Conversation {
 		t.writeLocked(l.From + ": ")
 		t.partial = &Line{Conversation: l.Conversation, From: l.From}
-		t.broken = false
-		text = strings.TrimLeft(text, "\n") // the line is new already
+		// A line break that parts the replies of a turn (what the model
+		// wrote beside a tool call, then its answer) is not written on a
+		// line that is new already.
+		text = strings.TrimLeft(text, "\n")
 	}
 	t.partial.Text += l.Text
-	// A line break in the pieces (between what the model wrote beside a
-	// tool call and its answer) starts a line of the speaker's own, once
-	// there is something to write on it.
-	for text != "" {
-		if t.broken {
-			_, _ = io.WriteString(t.out, "\n"+l.From+": ")
-			t.broken = false
-		}
-		line, rest, broken := strings.Cut(text, "\n")
-		_, _ = io.WriteString(t.out, line)
-		t.broken, text = broken, rest
-	}
+	_, _ = io.WriteString(t.out, text)
 	return nil
 }
 

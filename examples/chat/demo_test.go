@@ -32,11 +32,11 @@ func TestDemo(t *testing.T) {
 	s.write("What is 2 plus 3?")
 	s.waitFor("The answer is 5.\n")
 	s.write("Multiply 6 by 7, please.")
-	s.waitFor("Assistant: The answer is 42.\n")
+	s.waitFor("The answer is 42.\n")
 	s.write("Which files are here?")
 	s.waitFor(`Allow Assistant to run list_files {"path":"."}? [y/N] `)
 	s.write("y")
-	s.waitFor("Assistant: Here are the files: notes.txt.\n")
+	s.waitFor("Here are the files: notes.txt.\n")
 
 	s.write("/quit")
 	if err := s.end(); err != nil {

@@ -199,7 +199,7 @@ func TestChat(t *testing.T) {
 	s.waitFor("(Assistant thinks: I will ask Host.)\n")
 	s.waitFor(`Allow Assistant to run shell_command {"command":"touch chat-was-here"}? [y/N] `)
 	s.write("n")
-	s.waitFor(`Assistant: The answer is `)
+	s.waitFor("The answer is ")
 	s.waitFor(`not permitted for "Assistant"`)
 	if _, err := os.Stat("chat-was-here"); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("the refused command ran: %v", err)
