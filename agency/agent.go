@@ -253,7 +253,7 @@ func (c *conn) noRecipient(m *Message) {
 // Request may be called from inside an action: responses never wait behind
 // the agent's queue.
 func (a *Agent) Request(ctx context.Context, to, action string, args any) (*Message, error) {
-	m := newSentMessage() // the message and its id in one allocation, as Send makes them
+	m := newSentMessage() // as Send makes them
 	m.To, m.Action, m.Args = to, action, args
 	return a.RequestMessage(ctx, m)
 }

@@ -262,7 +262,7 @@ func (c *conn) handle(m *Message) {
 // sentContext returns m itself as its handler's context, when it can be
 // (see claimContext): it has no deadline, and base is the handlers' own.
 func (c *conn) sentContext(base context.Context, m *Message) *sentContext {
-	if !m.sent || !m.Deadline.IsZero() || m.Stream || c.agent.hooks.trace != nil || c.agent.hooks.handle != nil {
+	if m.self != m || !m.Deadline.IsZero() || m.Stream || c.agent.hooks.trace != nil || c.agent.hooks.handle != nil {
 		return nil
 	}
 	return claimContext(c, m)
@@ -468,7 +468,7 @@ func (c *conn) reply(ctx context.Context, m *Message, action string, args any) e
 		// whatever the handler or the input made of it.
 		args = &ActionError{Type: ae.Type, Text: limitErrorText(ae.Text)}
 	}
-	r := newSentMessage() // the response and its id in one allocation
+	r := newSentMessage()
 	r.To, r.From, r.ParentID, r.Action, r.Args = m.From, c.agent.id, m.ID, action, args
 	if m.Stream {
 		r.Seq = c.answered(m) // the parts before it: the caller tells a gap by it

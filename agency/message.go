@@ -52,7 +52,6 @@ type Message struct {
 	ParentID string         // __meta__.parent_id: on a response, the id it answers
 	Deadline time.Time      // __meta__.deadline: when the sender stops waiting (Request sets it from its ctx); the recipient does not run a message whose deadline has passed
 	NoReply  bool           // __meta__.no_reply: the sender takes no responses, so none is sent; Send sets it for an agent without ValueHandler or ErrorHandler
-	sent     bool           // made by newSentMessage (in padding: it costs no space); see asSent
 	Stream   bool           // __meta__.stream: the sender takes parts of the answer before it (see Agent.Stream); Stream sets it
 	Seq      uint32         // __meta__.seq: a [part]'s number in its stream, from 1; on the answer to a Stream, how many parts came before it
 	Meta     map[string]any // every other __meta__ key, carried unchanged
@@ -66,6 +65,10 @@ type Message struct {
 	// is an *ActionError. [Message.IsResponse], [Message.Err] and [Value] read
 	// them.
 	Args any
+
+	// self points at the message itself when newSentMessage made it as a
+	// sentMessage (see asSent); a copy's still points at the original.
+	self *Message
 }
 
 // IsResponse reports whether m is a [response] or an [error].
@@ -208,10 +211,7 @@ func newIDPrefix() string {
 
 // NewID returns a message id that no other call, in this process or another,
 // returns.
-func NewID() string {
-	var buf [len("0123456789a-") + 13]byte // the prefix, and a uint64 in base 32
-	return string(appendID(buf[:0], idCounter.Add(1)))
-}
+func NewID() string { return idString(idCounter.Add(1)) }
 
 // appendID appends the id numbered n to b.
 func appendID(b []byte, n uint64) []byte {
@@ -228,17 +228,72 @@ func appendID(b []byte, n uint64) []byte {
 
 const base32Digits = "0123456789abcdefghijklmnopqrstuv"
 
-// sentIDLen is the room for an id in a sentMessage: enough for the first
-// 2^60 ids of the process.
-const sentIDLen = 24
+// Ids are written into blocks of idBlockLen slots of idSlotLen bytes,
+// shared by the whole process: the id numbered n goes in slot n mod
+// idBlockLen of the block for its number, which only it writes. An id is a
+// string over its slot, so a message's id costs no allocation of its own
+// (one block of 512 bytes for every 21 ids), and an id kept after its
+// message (the id Send returns, a response's ParentID) keeps alive only
+// its block's bytes, which hold no pointers, never the message, its
+// arguments or its recipient.
+const (
+	idSlotLen  = 24 // the 12 bytes of the prefix and 12 digits: the first 2^60 ids of the process
+	idBlockLen = 21 // 8 + 21 × 24 = 512 bytes, a size class of the allocator
+)
 
-// sentMessage is a message, the bytes of its id and what its first
-// recipient's handler context needs (see sentContext), in one allocation
-// of 168 bytes (the allocator's size class of 176): a message that Send
-// makes, and its handling, cost one allocation, not three.
+// idBlock is a block of id slots.
+type idBlock struct {
+	first uint64 // the number of the id in slot 0: a multiple of idBlockLen
+	slot  [idBlockLen][idSlotLen]byte
+}
+
+// idBlocks is the block of the ids being handed out now.
+var idBlocks atomic.Pointer[idBlock]
+
+// idString returns the id numbered n, a number idCounter gave out.
+func idString(n uint64) string {
+	if n >= 1<<60 {
+		return string(appendID(nil, n))
+	}
+	first := n - n%idBlockLen
+	b := idBlocks.Load()
+	if b == nil || b.first != first {
+		b = idBlockFor(first)
+	}
+	slot := &b.slot[n-first]
+	// The slot is written once, here, by the one caller numbered n, and
+	// never again: the string may share its bytes.
+	id := appendID(slot[:0], n)
+	return unsafe.String(&slot[0], len(id))
+}
+
+// idBlockFor returns the block for the ids from first on, making it the
+// shared one unless a later one is already: a caller that fell that far
+// behind writes its id into a block of its own.
+//
+//go:noinline
+func idBlockFor(first uint64) *idBlock {
+	for {
+		b := idBlocks.Load()
+		switch {
+		case b != nil && b.first == first:
+			return b
+		case b != nil && b.first > first:
+			return &idBlock{first: first}
+		}
+		nb := &idBlock{first: first}
+		if idBlocks.CompareAndSwap(b, nb) {
+			return nb
+		}
+	}
+}
+
+// sentMessage is a message and what its first recipient's handler context
+// needs (see sentContext), in one allocation of 152 bytes (the
+// allocator's size class of 160): a message that Send makes, and its
+// handling, cost one allocation, not two. Its id is in an idBlock.
 type sentMessage struct {
 	Message
-	id [sentIDLen]byte
 	// handler is the conn of the recipient whose handler has the message
 	// itself as its context; nil until one takes it. The other recipients
 	// of a broadcast make contexts of their own.
@@ -251,22 +306,15 @@ func newSentMessage() *Message { return newSentMessageNumbered(idCounter.Add(1))
 // newSentMessageNumbered returns a message with the id numbered n.
 func newSentMessageNumbered(n uint64) *Message {
 	s := new(sentMessage)
-	s.sent = true
-	if n < 1<<60 {
-		b := appendID(s.id[:0], n)
-		// The bytes are never written again: the string may share them.
-		s.ID = unsafe.String(&s.id[0], len(b))
-	} else {
-		s.ID = string(appendID(nil, n))
-	}
+	s.self = &s.Message
+	s.ID = idString(n)
 	return &s.Message
 }
 
-// asSent returns the sentMessage m is, or nil. A copy of one (whose flag
-// came along, but whose id is still the original's) is not one.
+// asSent returns the sentMessage m is, or nil. A copy of one (whose self
+// came along, but still points at the original) is not one.
 func asSent(m *Message) *sentMessage {
-	if !m.sent || len(m.ID) == 0 ||
-		uintptr(unsafe.Pointer(unsafe.StringData(m.ID))) != uintptr(unsafe.Pointer(m))+unsafe.Offsetof(sentMessage{}.id) {
+	if m.self != m {
 		return nil
 	}
 	return (*sentMessage)(unsafe.Pointer(m))

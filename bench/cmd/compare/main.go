@@ -123,7 +123,8 @@ var rows = []row{
 		what: "space.Local one-way",
 		ours: local("BenchmarkOneWay"),
 		// hollywood-176 is hollywood sending each tick in a heap object
-		// of agency's message size: what the message's bytes cost.
+		// of 176 bytes, about what agency allocates for a message: what
+		// the message's bytes cost.
 		peers:   append(peers("BenchmarkOneWay"), side{"hollywood-176", "hollywood", "BenchmarkOneWayMessageSized"}),
 		metrics: []metric{msgsPerSec}, benchtime: "1s",
 	},
