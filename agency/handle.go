@@ -113,8 +113,11 @@ func (c *conn) deliver() {
 	// yielding there only doubles the scheduler's work for a broadcast to
 	// many agents.
 	linger, lingered, handled := false, false, 0
+	var done batch // the batch handled last, whose storage the next take gives back
+	paced := false
 	for {
-		b, closed := c.mb.take(lingered || !linger)
+		b, closed := c.mb.take(lingered || !linger, done, paced)
+		done, paced = batch{}, false
 		if b.last == nil && !closed && linger && !lingered {
 			lingered = true
 			runtime.Gosched()
@@ -130,7 +133,6 @@ func (c *conn) deliver() {
 			}
 			return
 		}
-		paced := false
 		for k := 0; k <= len(b.full); k++ {
 			seg := b.last
 			if k < len(b.full) {
@@ -155,7 +157,7 @@ func (c *conn) deliver() {
 				c.dispatch(it)
 			}
 		}
-		c.mb.recycle(b, paced)
+		done = b
 	}
 }
 

@@ -92,33 +92,42 @@ func (mb *mailbox) start() bool {
 	return false
 }
 
-// take returns all that is queued. When nothing is, it returns an empty
-// batch; with last, the delivery goroutine that called it must then
-// return (the next arrival starts another, unless closed, when none
-// will); without, it stays the delivery goroutine and may take again.
-func (mb *mailbox) take(last bool) (b batch, closed bool) {
+// take returns all that is queued, after giving back the storage of done,
+// the batch the caller has handled (its messages let go already; paced
+// says that some of its items hold takers too): one turn of the lock for
+// both. When nothing is queued, it returns an empty batch; with last, the
+// delivery goroutine that called it must then return (the next arrival
+// starts another, unless closed, when none will); without, it stays the
+// delivery goroutine and may take again.
+func (mb *mailbox) take(last bool, done batch, paced bool) (b batch, closed bool) {
 	mb.mu.Lock()
-	defer mb.mu.Unlock()
+	if done.last != nil {
+		mb.recycleLocked(done, paced)
+	}
 	if len(mb.queue) == 0 { // full segments come with a queue behind them
 		if !mb.closed && last {
 			mb.running = false
 		}
-		return batch{}, mb.closed
+		closed = mb.closed
+	} else {
+		b = batch{last: mb.queue}
+		if mb.more != nil {
+			b.full = mb.more.queued
+			mb.more.queued, mb.more.inflight = nil, b.full
+		}
+		mb.queue, mb.spare = mb.spare, nil
+		mb.inflight = b.last
 	}
-	b = batch{last: mb.queue}
-	if mb.more != nil {
-		b.full = mb.more.queued
-		mb.more.queued, mb.more.inflight = nil, b.full
+	mb.mu.Unlock()
+	if done.full != nil {
+		recycleSegments(done.full, paced)
 	}
-	mb.queue, mb.spare = mb.spare, nil
-	mb.inflight = b.last
-	return b, false
+	return b, closed
 }
 
-// recycle gives a handled batch's storage back for reuse. Its messages
-// have been let go already; paced says that some items hold takers too.
-func (mb *mailbox) recycle(b batch, paced bool) {
-	mb.mu.Lock()
+// recycleLocked takes back a handled batch's last segment for reuse, and
+// lets the takers of its items go; mu is held.
+func (mb *mailbox) recycleLocked(b batch, paced bool) {
 	mb.inflight = nil
 	if mb.more != nil {
 		mb.more.inflight = nil
@@ -134,8 +143,11 @@ func (mb *mailbox) recycle(b batch, paced bool) {
 	if mb.spare == nil && cap(b.last) <= 1024 {
 		mb.spare = b.last[:0]
 	}
-	mb.mu.Unlock()
-	for _, seg := range b.full {
+}
+
+// recycleSegments gives a handled batch's full segments back to the pool.
+func recycleSegments(full [][]item, paced bool) {
+	for _, seg := range full {
 		if paced {
 			clear(seg)
 		}

@@ -22,7 +22,7 @@ func TestMailboxLongBurst(t *testing.T) {
 	if got := fired.Load(); got != n {
 		t.Fatalf("release fired %d takers of %d", got, n)
 	}
-	b, closed := mb.take(true)
+	b, closed := mb.take(true, batch{}, false)
 	if closed {
 		t.Fatal("closed")
 	}
@@ -42,8 +42,7 @@ func TestMailboxLongBurst(t *testing.T) {
 	if i != n {
 		t.Fatalf("took %d items of %d", i, n)
 	}
-	mb.recycle(b, true)
-	if b, _ := mb.take(true); b.last != nil {
+	if b, _ := mb.take(true, b, true); b.last != nil {
 		t.Fatalf("took %d items from an empty mailbox", len(b.last))
 	}
 
@@ -55,7 +54,7 @@ func TestMailboxLongBurst(t *testing.T) {
 	if got := fired.Load(); got != n {
 		t.Fatalf("discard fired %d takers of %d", got, n)
 	}
-	if b, _ := mb.take(true); b.last != nil || b.full != nil || mb.more != nil && mb.more.queued != nil {
+	if b, _ := mb.take(true, batch{}, false); b.last != nil || b.full != nil || mb.more != nil && mb.more.queued != nil {
 		t.Fatal("items left after discard")
 	}
 }

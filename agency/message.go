@@ -232,13 +232,13 @@ const base32Digits = "0123456789abcdefghijklmnopqrstuv"
 // shared by the whole process: the id numbered n goes in slot n mod
 // idBlockLen of the block for its number, which only it writes. An id is a
 // string over its slot, so a message's id costs no allocation of its own
-// (one block of 512 bytes for every 21 ids), and an id kept after its
+// (one block of 512 bytes for every 25 ids), and an id kept after its
 // message (the id Send returns, a response's ParentID) keeps alive only
 // its block's bytes, which hold no pointers, never the message, its
 // arguments or its recipient.
 const (
-	idSlotLen  = 24 // the 12 bytes of the prefix and 12 digits: the first 2^60 ids of the process
-	idBlockLen = 21 // 8 + 21 × 24 = 512 bytes, a size class of the allocator
+	idSlotLen  = 20 // the 12 bytes of the prefix and 8 digits: the first 2^40 ids of the process
+	idBlockLen = 25 // 8 + 25 × 20 = 508 bytes, in the allocator's size class of 512
 )
 
 // idBlock is a block of id slots.
@@ -252,7 +252,7 @@ var idBlocks atomic.Pointer[idBlock]
 
 // idString returns the id numbered n, a number idCounter gave out.
 func idString(n uint64) string {
-	if n >= 1<<60 {
+	if n >= 1<<(5*(idSlotLen-len("0123456789a-"))) {
 		return string(appendID(nil, n))
 	}
 	first := n - n%idBlockLen

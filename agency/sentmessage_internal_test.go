@@ -15,8 +15,8 @@ func TestSentMessageSize(t *testing.T) {
 	if got := unsafe.Sizeof(sentMessage{}); got > 160 {
 		t.Errorf("sentMessage is %d bytes, over the size class of 160", got)
 	}
-	if got := unsafe.Sizeof(idBlock{}); got != 512 {
-		t.Errorf("idBlock is %d bytes, want 512", got)
+	if got := unsafe.Sizeof(idBlock{}); got > 512 || got+idSlotLen <= 512 {
+		t.Errorf("idBlock is %d bytes, want the most slots that fit in 512", got)
 	}
 }
 
@@ -41,7 +41,7 @@ func TestAsSent(t *testing.T) {
 	if claimContext(c2, m) != nil || claimContext(c1, m) != nil {
 		t.Fatal("a second recipient gets the message's context")
 	}
-	if big := newSentMessageNumbered(1 << 60); asSent(big) == nil || big.ID != string(appendID(nil, 1<<60)) {
+	if big := newSentMessageNumbered(1 << 40); asSent(big) == nil || big.ID != string(appendID(nil, 1<<40)) {
 		t.Fatalf("a message whose id does not fit in a slot (%q) is not one Send made", big.ID)
 	}
 }
