@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
+	"unsafe"
 )
 
 // actionContext is the context a handler or hook runs with: the agent's own
@@ -147,24 +149,29 @@ func (c *actionContext) Value(key any) any {
 }
 
 // sentContext is the handler context of the first recipient of a message
-// that Send made without a deadline, for an agent without trace hooks: the
+// without a deadline, for an agent without trace or handle hooks: the
 // message itself, seen as a context whose parent is the recipient's
 // handlers' context (see handlersContext). It needs nothing beyond the
-// message's pointer to that recipient's conn, set when it takes it (see
-// claimContext); a broadcast's other recipients make an actionContext.
-type sentContext sentMessage
+// message's pointer to that recipient's conn, set when the message is
+// delivered to it (see claimContext); a broadcast's other recipients make
+// an actionContext. It is a Message (a struct of one), so that its
+// methods may share the names of Message's fields.
+type sentContext struct{ Message }
 
-// claimContext returns m itself as the context of c's handler, or nil when
-// m is not a message that Send made or another recipient has it.
-func claimContext(c *conn, m *Message) *sentContext {
-	s := asSent(m)
-	if s == nil || s.handler.Load() != nil || !s.handler.CompareAndSwap(nil, c) {
-		return nil
+// claimContext makes m's handler context m itself, for c, when m can be
+// (see conn.claimable) and no other recipient has it. DeliverFunc calls it
+// before m is queued, so that the goroutine that delivers m (the
+// sender's, in process) writes the mark before any handler reads it.
+func claimContext(c *conn, m *Message) {
+	if atomic.LoadPointer(&m.handler) == nil {
+		atomic.CompareAndSwapPointer(&m.handler, nil, unsafe.Pointer(c))
 	}
-	return (*sentContext)(s)
 }
 
-func (s *sentContext) parent() context.Context { return s.handler.Load().baseContext() }
+// handlerOf returns the conn whose handler has m as its context, or nil.
+func handlerOf(m *Message) *conn { return (*conn)(atomic.LoadPointer(&m.handler)) }
+
+func (s *sentContext) parent() context.Context { return handlerOf(&s.Message).baseContext() }
 
 func (s *sentContext) Deadline() (time.Time, bool) { return s.parent().Deadline() }
 
@@ -194,7 +201,7 @@ func fromContext(ctx context.Context) handling {
 	case *actionContext:
 		return handling{conn: c.conn, msg: c.msg}
 	case *sentContext:
-		return handling{conn: c.handler.Load(), msg: &c.Message}
+		return handling{conn: handlerOf(&c.Message), msg: &c.Message}
 	}
 	return handling{}
 }

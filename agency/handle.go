@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
+	"unsafe"
 )
 
 // Deliver hands an incoming message to the agent. It never blocks on the
@@ -56,6 +57,9 @@ func (c *conn) DeliverFunc(m *Message, taken func()) error {
 			t.fire()
 			return nil
 		}
+	}
+	if !m.IsResponse() && c.claimable(m) {
+		claimContext(c, m)
 	}
 	ok, run := c.mb.put(item{m: m, taken: t})
 	if !ok {
@@ -217,7 +221,7 @@ func (c *conn) handle(m *Message) {
 		ac, end := c.serve(base, m)
 		defer end()
 		ctx = ac
-	} else if sc := c.sentContext(base, m); sc != nil {
+	} else if sc := c.sentContext(m); sc != nil {
 		ctx = sc
 	} else {
 		// The caller stops waiting at m's deadline: so does the handler.
@@ -261,13 +265,21 @@ func (c *conn) handle(m *Message) {
 	}
 }
 
-// sentContext returns m itself as its handler's context, when it can be
-// (see claimContext): it has no deadline, and base is the handlers' own.
-func (c *conn) sentContext(base context.Context, m *Message) *sentContext {
-	if m.self != m || !m.Deadline.IsZero() || m.Stream || c.agent.hooks.trace != nil || c.agent.hooks.handle != nil {
+// sentContext returns m itself as its handler's context, when it was
+// claimed for c on delivery (see claimable).
+func (c *conn) sentContext(m *Message) *sentContext {
+	if handlerOf(m) != c {
 		return nil
 	}
-	return claimContext(c, m)
+	return (*sentContext)(unsafe.Pointer(m))
+}
+
+// claimable reports whether m, an action's message, may be its own handler
+// context at c: it has no deadline and asks for no parts (which need a
+// context of their own), and c's handlers' context is its base, unchanged
+// by trace or handle hooks.
+func (c *conn) claimable(m *Message) bool {
+	return m.Deadline.IsZero() && !m.Stream && c.agent.hooks.trace == nil && c.agent.hooks.handle == nil
 }
 
 // dropExpired drops m, whose sender has stopped waiting: running it now

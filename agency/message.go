@@ -66,9 +66,14 @@ type Message struct {
 	// them.
 	Args any
 
-	// self points at the message itself when newSentMessage made it as a
-	// sentMessage (see asSent); a copy's still points at the original.
-	self *Message
+	// handler is the *conn of the recipient whose handler has the message
+	// itself as its context (see sentContext), or nil. It is set once,
+	// atomically, when the message is delivered to that recipient (see
+	// claimContext), which in process is on the sender's goroutine,
+	// before Send returns; the message then costs its handling no
+	// allocation. It is not part of the message's content: a copy that
+	// carries it along is a message delivered to the same recipient.
+	handler unsafe.Pointer
 }
 
 // IsResponse reports whether m is a [response] or an [error].
@@ -288,34 +293,10 @@ func idBlockFor(first uint64) *idBlock {
 	}
 }
 
-// sentMessage is a message and what its first recipient's handler context
-// needs (see sentContext), in one allocation of 152 bytes (the
-// allocator's size class of 160): a message that Send makes, and its
-// handling, cost one allocation, not two. Its id is in an idBlock.
-type sentMessage struct {
-	Message
-	// handler is the conn of the recipient whose handler has the message
-	// itself as its context; nil until one takes it. The other recipients
-	// of a broadcast make contexts of their own.
-	handler atomic.Pointer[conn]
-}
-
 // newSentMessage returns a message with a new id.
 func newSentMessage() *Message { return newSentMessageNumbered(idCounter.Add(1)) }
 
 // newSentMessageNumbered returns a message with the id numbered n.
 func newSentMessageNumbered(n uint64) *Message {
-	s := new(sentMessage)
-	s.self = &s.Message
-	s.ID = idString(n)
-	return &s.Message
-}
-
-// asSent returns the sentMessage m is, or nil. A copy of one (whose self
-// came along, but still points at the original) is not one.
-func asSent(m *Message) *sentMessage {
-	if m.self != m {
-		return nil
-	}
-	return (*sentMessage)(unsafe.Pointer(m))
+	return &Message{ID: idString(n)}
 }
