@@ -5,9 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
-	"sync/atomic"
 	"time"
-	"unsafe"
 )
 
 // actionContext is the context a handler or hook runs with: the agent's own
@@ -158,18 +156,20 @@ func (c *actionContext) Value(key any) any {
 // methods may share the names of Message's fields.
 type sentContext struct{ Message }
 
-// claimContext makes m's handler context m itself, for c, when m can be
-// (see conn.claimable) and no other recipient has it. DeliverFunc calls it
-// before m is queued, so that the goroutine that delivers m (the
-// sender's, in process) writes the mark before any handler reads it.
+// claimContext makes m's handler context m itself, for c, unless another
+// recipient has it. DeliverFunc calls it before m is queued, on the
+// goroutine that delivers m (the sender's, in process, before Send
+// returns), so that the one write comes before any handler reads it.
+// Spaces deliver a message to one recipient at a time (see
+// driver.Conn.Deliver), so a plain write does.
 func claimContext(c *conn, m *Message) {
-	if atomic.LoadPointer(&m.handler) == nil {
-		atomic.CompareAndSwapPointer(&m.handler, nil, unsafe.Pointer(c))
+	if m.handler == nil {
+		m.handler = c
 	}
 }
 
 // handlerOf returns the conn whose handler has m as its context, or nil.
-func handlerOf(m *Message) *conn { return (*conn)(atomic.LoadPointer(&m.handler)) }
+func handlerOf(m *Message) *conn { return m.handler }
 
 func (s *sentContext) parent() context.Context { return handlerOf(&s.Message).baseContext() }
 

@@ -66,14 +66,14 @@ type Message struct {
 	// them.
 	Args any
 
-	// handler is the *conn of the recipient whose handler has the message
-	// itself as its context (see sentContext), or nil. It is set once,
-	// atomically, when the message is delivered to that recipient (see
-	// claimContext), which in process is on the sender's goroutine,
-	// before Send returns; the message then costs its handling no
-	// allocation. It is not part of the message's content: a copy that
-	// carries it along is a message delivered to the same recipient.
-	handler unsafe.Pointer
+	// handler is the recipient whose handler has the message itself as
+	// its context (see sentContext), or nil. It is set once, when the
+	// message is delivered to that recipient (see claimContext), which in
+	// process is on the sender's goroutine, before Send returns; the
+	// message then costs its handling no allocation. It is not part of
+	// the message's content: a copy that carries it along is a message
+	// delivered to the same recipient.
+	handler *conn
 }
 
 // IsResponse reports whether m is a [response] or an [error].

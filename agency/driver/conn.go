@@ -75,7 +75,11 @@ func (c *Conn) Added(ctx context.Context) { c.c.Added(ctx) }
 // agent: the message is queued, or, if it answers one of the agent's
 // requests, handed to the waiting Request at once. It returns
 // agency.ErrNoRecipient once the agent has stopped taking messages. Safe
-// for concurrent use.
+// for concurrent use, with one rule: a space that delivers one *Message to
+// several agents (a broadcast in process) delivers it to one at a time,
+// as space.Local's loop does, since Deliver notes in the message which
+// agent's handler may use it as its context. Messages decoded from a wire
+// are each delivered once, and need no care.
 func (c *Conn) Deliver(m *agency.Message) error { return c.c.DeliverFunc(m, nil) }
 
 // DeliverFunc is Deliver for a space that paces delivery: taken is called
