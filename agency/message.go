@@ -220,7 +220,11 @@ func NewID() string { return idString(idCounter.Add(1)) }
 
 // appendID appends the id numbered n to b.
 func appendID(b []byte, n uint64) []byte {
-	b = append(b, idPrefix...)
+	return appendDigits(append(b, idPrefix...), n)
+}
+
+// appendDigits appends n in base 32 to b.
+func appendDigits(b []byte, n uint64) []byte {
 	// n in base 32 (as strconv.FormatUint(n, 32) has it), written in place.
 	digits := max(1, (bits.Len64(n)+4)/5)
 	b = append(b, make([]byte, digits)...)
@@ -266,10 +270,21 @@ func idString(n uint64) string {
 		b = idBlockFor(first)
 	}
 	slot := &b.slot[n-first]
-	// The slot is written once, here, by the one caller numbered n, and
-	// never again: the string may share its bytes.
-	id := appendID(slot[:0], n)
+	// The slot holds the prefix already (see newIDBlock); its digits are
+	// written once, here, by the one caller numbered n, and never again:
+	// the string may share its bytes.
+	id := appendDigits(slot[:len(idPrefix)], n)
 	return unsafe.String(&slot[0], len(id))
+}
+
+// newIDBlock returns a block for the ids from first on, with the prefix
+// written in every slot.
+func newIDBlock(first uint64) *idBlock {
+	b := &idBlock{first: first}
+	for i := range b.slot {
+		copy(b.slot[i][:], idPrefix)
+	}
+	return b
 }
 
 // idBlockFor returns the block for the ids from first on, making it the
@@ -284,9 +299,9 @@ func idBlockFor(first uint64) *idBlock {
 		case b != nil && b.first == first:
 			return b
 		case b != nil && b.first > first:
-			return &idBlock{first: first}
+			return newIDBlock(first)
 		}
-		nb := &idBlock{first: first}
+		nb := newIDBlock(first)
 		if idBlocks.CompareAndSwap(b, nb) {
 			return nb
 		}
