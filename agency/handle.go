@@ -218,7 +218,11 @@ func (c *conn) handle(m *Message) {
 	}
 	var ctx context.Context
 	if m.Stream {
-		ac, end := c.serve(base, m)
+		ac, end, ok := c.serve(base, m)
+		if !ok {
+			c.dropWithdrawn(base, m)
+			return
+		}
 		defer end()
 		ctx = ac
 	} else if sc := c.sentContext(m); sc != nil {
@@ -293,6 +297,18 @@ func (c *conn) dropExpired(ctx context.Context, m *Message) {
 		noteOutcome(ctx, &ActionError{Type: TypeTimeout, Text: "the deadline passed before the message was handled"})
 	}
 	a.logger.Debug("agency: dropping a message whose deadline has passed", "agent", a.id, "from", m.From, "action", m.Action, "deadline", m.Deadline)
+}
+
+// dropWithdrawn drops m, whose caller stopped reading its stream before
+// its turn came: running it now would act for no one.
+//
+//go:noinline
+func (c *conn) dropWithdrawn(ctx context.Context, m *Message) {
+	a := c.agent
+	if a.hooks.handle != nil {
+		noteOutcome(ctx, &ActionError{Type: TypeActionFailed, Text: "cancelled: the caller stopped reading the stream before the action started"})
+	}
+	a.logger.Debug("agency: dropping a request whose caller stopped reading its stream before it was handled", "agent", a.id, "from", m.From, "action", m.Action)
 }
 
 // handleOwn handles the framework's own actions: responses and help.

@@ -82,7 +82,20 @@ type streams struct {
 	serving []*emitter // the streams of the actions running now
 	stray   [8]string  // the streams whose stray parts were answered with [cancel], most recent last
 	next    int
+
+	// withdrawn are the requests a [cancel] named that were not being
+	// handled when it came: queued, most likely, and then not run (see
+	// serve); or answered already. Keys as stray's, at most maxWithdrawn,
+	// the oldest forgotten first.
+	withdrawn     map[string]struct{}
+	withdrawnRing []string
+	withdrawnNext int
 }
+
+// maxWithdrawn bounds the [cancel]s an agent remembers for requests it has
+// not started: a request cancelled while that many later ones were
+// cancelled before its turn runs, with a context that is not cancelled.
+const maxWithdrawn = 256
 
 // emitter is the sending side of one stream: an action that handles a
 // request asking for parts.
@@ -97,12 +110,24 @@ type emitter struct {
 }
 
 // serve returns the context for m's handler, which asks for parts: it is
-// cancelled when the caller stops reading; end unregisters the stream.
-func (c *conn) serve(base context.Context, m *Message) (ctx *actionContext, end func()) {
+// cancelled when the caller stops reading; end unregisters the stream. It
+// returns ok false, and no context, when the caller stopped before m's
+// handling started (a [cancel] came while m was queued): m is not to be
+// handled.
+func (c *conn) serve(base context.Context, m *Message) (ctx *actionContext, end func(), ok bool) {
 	cctx, cancel := context.WithCancel(base)
 	em := &emitter{msg: m, cancel: cancel}
 	c.mu.Lock()
 	st := c.streamsLocked()
+	if len(st.withdrawn) > 0 {
+		k := m.From + "\x00" + m.ID
+		if _, gone := st.withdrawn[k]; gone {
+			delete(st.withdrawn, k)
+			c.mu.Unlock()
+			cancel()
+			return nil, nil, false
+		}
+	}
 	st.serving = append(st.serving, em)
 	c.mu.Unlock()
 	ctx = newActionContext(cctx, c, m)
@@ -121,7 +146,7 @@ func (c *conn) serve(base context.Context, m *Message) (ctx *actionContext, end 
 		c.mu.Unlock()
 		em.close(ErrStreamClosed)
 		cancel()
-	}
+	}, true
 }
 
 // emitterOf returns the emitter of the stream m's handler serves, or nil.
@@ -199,10 +224,16 @@ func (c *conn) answered(m *Message) uint32 {
 }
 
 // cancelled stops the stream a [cancel] names: that of the action handling
-// the request m.ParentID from m.From. Its context is cancelled.
+// the request m.ParentID from m.From. Its context is cancelled. A request
+// not being handled is noted as withdrawn: if it waits in the queue, it
+// is dropped when its turn comes (see serve). A [cancel] is never
+// answered.
 //
 //go:noinline
 func (c *conn) cancelled(m *Message) {
+	if m.ParentID == "" {
+		return
+	}
 	var em *emitter
 	c.mu.Lock()
 	if c.pending != nil && c.pending.streams != nil {
@@ -213,10 +244,16 @@ func (c *conn) cancelled(m *Message) {
 			}
 		}
 	}
-	c.mu.Unlock()
 	if em == nil {
-		return // answered already, or never asked
+		// Queued, answered already, or never asked: only the first
+		// matters, and only serve can tell.
+		if !c.left.Load() {
+			c.streamsLocked().withdraw(m.From + "\x00" + m.ParentID)
+		}
+		c.mu.Unlock()
+		return
 	}
+	c.mu.Unlock()
 	// Not under em.mu: this runs on the goroutine that delivers the
 	// agent's messages, which must not wait for a part on its way.
 	em.stopping.Store(true)
@@ -300,6 +337,24 @@ func (c *conn) part(m *Message) {
 	st.put(m)
 }
 
+// withdraw notes that the caller of the request k names stopped reading
+// its stream before the request was handled.
+func (st *streams) withdraw(k string) {
+	if st.withdrawn == nil {
+		st.withdrawn = make(map[string]struct{})
+		st.withdrawnRing = make([]string, maxWithdrawn)
+	}
+	if _, ok := st.withdrawn[k]; ok {
+		return
+	}
+	if old := st.withdrawnRing[st.withdrawnNext]; old != "" {
+		delete(st.withdrawn, old)
+	}
+	st.withdrawnRing[st.withdrawnNext] = k
+	st.withdrawnNext = (st.withdrawnNext + 1) % maxWithdrawn
+	st.withdrawn[k] = struct{}{}
+}
+
 // strayLocked reports whether m is the first stray part of its stream seen
 // lately, and notes it.
 func (c *conn) strayLocked(m *Message) bool {
@@ -350,6 +405,18 @@ type recipientWatcher interface {
 	WatchRecipient(ctx context.Context, id string) <-chan error
 }
 
+// nativeRouter is a driver.NativeRouter.
+type nativeRouter interface {
+	Native(id string) bool
+}
+
+// native reports whether the agent with id speaks agency-go's wire, as
+// the agent's space tells (see driver.NativeRouter).
+func (c *conn) native(id string) bool {
+	n, ok := c.router.(nativeRouter)
+	return ok && n.Native(id)
+}
+
 // Stream sends the action to the agent with id to, as [Agent.Request]
 // does, asking for the parts of its answer as they are made (see [Emit]),
 // and returns them, then the answer: each part is yielded as a
@@ -362,8 +429,16 @@ type recipientWatcher interface {
 // responder's process is gone).
 //
 // Stopping early (a break out of the loop, or the context's end) tells
-// the responder to stop: its action's context is cancelled, and its Emit
-// fails. The request is sent when the loop starts, once per loop.
+// the responder to stop with a [cancel] message: its action's context is
+// cancelled, and its Emit fails; if its action has not started yet (the
+// request waits in its queue), the action does not run. The [cancel] goes
+// at once where the space vouches that the responder is an agency-go
+// agent (space.Local; amqpspace unless it shares its exchange with agents
+// of another library: see driver.NativeRouter); elsewhere it goes only
+// once a part has come, or when the first part comes after the stop, so
+// that an agent of another library is never sent one; such a responder
+// that sends no part runs until its deadline. The request is sent when
+// the loop starts, once per loop.
 //
 //	for m, err := range a.Stream(ctx, "Writer", "write", args) {
 //		if err != nil {
@@ -429,10 +504,12 @@ func (a *Agent) stream(ctx context.Context, m *Message, opts []StreamOption, yie
 		st.mu.Lock()
 		seen := st.seen
 		st.mu.Unlock()
-		if seen {
-			// The responder speaks streams: tell it now. One that has sent
-			// no part yet is told by its first (see part); one that sends
-			// none is not told, and stops at the deadline.
+		if seen || c.native(m.To) {
+			// The responder speaks streams (a part came, or its space
+			// vouches that it speaks agency-go's wire): tell it now. One
+			// that may be of another library and has sent no part yet is
+			// told by its first (see part); one that sends none is not
+			// told, and stops at the deadline.
 			c.sendCancel(m.To, m.ID)
 		}
 	}()

@@ -12,7 +12,16 @@ import (
 	"github.com/seed72275b23/agency-go/agency/driver"
 )
 
-var _ driver.RecipientWatcher = router{}
+var (
+	_ driver.RecipientWatcher = router{}
+	_ driver.NativeRouter     = router{}
+)
+
+// Native reports whether every agent on the exchange speaks agency-go's
+// wire: true unless the space shares it with agents of another library
+// (Config.Interop), which a stream's caller then tells to stop only after
+// a part has come from them (see driver.NativeRouter).
+func (r router) Native(string) bool { return r.mem.s.py == nil }
 
 // watchEvery is how often a stream's caller looks whether the agent
 // streaming to it still consumes its queue, and watchMisses how many looks

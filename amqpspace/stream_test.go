@@ -1,6 +1,7 @@
 package amqpspace_test
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -101,6 +102,60 @@ func TestNoPartsUnasked(t *testing.T) {
 				if strings.Contains(string(d.Body), agency.PartAction) || !strings.Contains(string(d.Body), agency.ResponseAction) || !strings.Contains(string(d.Body), id) {
 					t.Fatalf("request %s: the next message is %s; want its [response] alone", id, d.Body)
 				}
+			}
+		})
+	}
+}
+
+// What a stream's caller that stops before any part sends its responder,
+// as the responder's queue sees it: a [cancel] at once on an exchange of
+// agency-go agents alone; nothing in the Python-compatible mode (an
+// operand/agency agent would take a [cancel] for a request and answer it
+// with an error), where only a part shows that the responder speaks
+// streams. A bare client plays the responder, which sends no part; the
+// caller's next message comes next.
+func TestStreamStopBeforePartOnTheWire(t *testing.T) {
+	for _, mode := range []amqpspace.Interop{"", amqpspace.InteropOperandAgency} {
+		t.Run(cmp.Or(string(mode), "native"), func(t *testing.T) {
+			ex := testExchange(t)
+			sp := newSpace(t, amqpspace.Config{Exchange: ex, Interop: mode})
+			caller := agency.MustNewAgent(randomName("Reader"))
+			addAll(t, sp, caller)
+			p := newProbe(t, ex)
+			ctx, cancel := context.WithTimeout(context.Background(), wait)
+			defer cancel()
+			sctx, stop := context.WithCancel(ctx)
+			ended := make(chan error, 1)
+			go func() {
+				var last error
+				for _, err := range caller.Stream(sctx, p.id, "write", nil) {
+					last = err
+				}
+				ended <- last
+			}()
+			req := p.next()
+			if !strings.Contains(string(req.Body), `"write"`) {
+				t.Fatalf("the probe got %s, want the request", req.Body)
+			}
+			stop()
+			// Canceled, or ErrDisconnected if the caller's watch found no
+			// queue named after the probe (its queue has the broker's name)
+			// first: either way the stream stopped before any part.
+			if err := <-ended; !errors.Is(err, context.Canceled) && !errors.Is(err, amqpspace.ErrDisconnected) {
+				t.Fatalf("the stream ended with %v", err)
+			}
+			if _, err := caller.Send(ctx, p.id, "marker", nil); err != nil {
+				t.Fatal(err)
+			}
+			next := string(p.next().Body)
+			if mode == "" {
+				if !strings.Contains(next, `"[cancel]"`) || !strings.Contains(next, `"no_reply":true`) {
+					t.Fatalf("the probe got %s after the request, want a [cancel] with no_reply", next)
+				}
+				next = string(p.next().Body)
+			}
+			if !strings.Contains(next, `"marker"`) {
+				t.Fatalf("the probe got %s, want the marker", next)
 			}
 		})
 	}

@@ -148,7 +148,13 @@ type localRouter struct {
 	conn driver.Conn
 }
 
-var _ driver.BroadcastRouter = (*localRouter)(nil)
+var (
+	_ driver.BroadcastRouter = (*localRouter)(nil)
+	_ driver.NativeRouter    = (*localRouter)(nil)
+)
+
+// Native reports true: every agent of a Local is an agency-go agent.
+func (r *localRouter) Native(string) bool { return true }
 
 // RouteBroadcast delivers the broadcast m to every agent in the space and
 // returns the ids of those that took it in.

@@ -11,7 +11,9 @@
 // space that knows its members gives its agents a [BroadcastRouter], so
 // that agency.Survey knows when every agent has answered. A space over a
 // wire gives its agents a [RecipientWatcher], so that a stream's caller
-// learns at once that the agent streaming to it is gone.
+// learns at once that the agent streaming to it is gone. A space whose
+// agents all speak agency-go's wire gives its agents a [NativeRouter], so
+// that a stream's caller that stops tells the responder at once.
 //
 // The space/spacetest package holds the conformance tests every space
 // implementation must pass.

@@ -51,3 +51,24 @@ type RecipientWatcher interface {
 	Router
 	WatchRecipient(ctx context.Context, id string) <-chan error
 }
+
+// NativeRouter is a Router that can tell that the agent a message goes to
+// speaks agency-go's own wire, as every agent of a space.Local does, and
+// every agent on an amqpspace exchange unless the space shares it with
+// agents of another library (amqpspace's Config.Interop).
+//
+// agency uses it for streams: a caller that stops reading a stream
+// (agency's Agent.Stream) before the answer sends the responder a
+// [cancel], which cancels the handler's context, or, if the handler has
+// not started yet, keeps it from running. To a recipient for which Native
+// reports true the [cancel] goes at once, even if no part has come; to any
+// other it goes only once a part has shown that the recipient speaks
+// streams, since an agent of another library could take it for a request
+// of an action it does not have and answer it with an error. A Router that
+// is not a NativeRouter counts as reporting false.
+type NativeRouter interface {
+	Router
+	// Native reports whether the agent with id, if there is one, speaks
+	// agency-go's wire. It must be quick and safe for concurrent use.
+	Native(id string) bool
+}

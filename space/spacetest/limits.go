@@ -18,6 +18,20 @@ type Option func(*options) error
 type options struct {
 	limit        int
 	limitedSpace func(t *testing.T) space.Space
+	// otherDialects: see OtherDialects.
+	otherDialects bool
+}
+
+// OtherDialects tells the suite that the space may carry agents of
+// another library, which do not speak agency-go's wire (amqpspace with
+// Config.Interop set): a stream stopped before any part came then tells
+// the responder nothing, since only a part shows that it speaks streams,
+// and the suite checks that instead of the handler's context ending.
+func OtherDialects() Option {
+	return func(o *options) error {
+		o.otherDialects = true
+		return nil
+	}
 }
 
 // SizeLimited gives the suite a space whose message size limit is limit

@@ -91,7 +91,9 @@ func Run(t *testing.T, newSpace func(t *testing.T) space.Space, opts ...Option) 
 		t.Run(g.name, func(t *testing.T) {
 			for _, tt := range g.tests {
 				t.Run(tt.name, func(t *testing.T) {
-					tt.run(newEnv(t, newSpace))
+					e := newEnv(t, newSpace)
+					e.otherDialects = o.otherDialects
+					tt.run(e)
 				})
 			}
 		})
@@ -120,6 +122,9 @@ type env struct {
 	stop chan struct{}
 	// limit is the space's message size limit, in the Limits tests.
 	limit int
+	// otherDialects: the space may carry agents of another library (see
+	// OtherDialects).
+	otherDialects bool
 }
 
 func newEnv(t *testing.T, newSpace func(t *testing.T) space.Space) *env {

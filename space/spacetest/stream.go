@@ -23,6 +23,7 @@ var streamTests = []test{
 	{"Break", testStreamBreak},
 	{"ContextCancelled", testStreamContextCancelled},
 	{"CancelledBeforeFirstPart", testStreamCancelledBeforeFirstPart},
+	{"StoppedBeforeAnyPart", testStreamStoppedBeforeAnyPart},
 }
 
 // streamed is what a stream yielded: its parts' values and numbers, and
@@ -399,5 +400,68 @@ func testStreamCancelledBeforeFirstPart(e *env) {
 	close(first)
 	if err := receive(e.t, stopped, "the writer's context to end"); !errors.Is(err, agency.ErrStreamClosed) {
 		e.t.Errorf("Emit after the caller stopped: %v, want ErrStreamClosed", err)
+	}
+}
+
+// A stream stopped before any part came cancels the handler's context,
+// though the handler has sent no part and may never send one: every agent
+// of the space speaks agency-go's wire, so the caller tells the responder
+// at once. On a space that may carry agents of another library
+// (OtherDialects), a [cancel] goes only to a responder that has sent a
+// part (an agent of another library could take it for a request): the
+// handler's context lives on, as a later request along the same path,
+// handled beside it, finds.
+func testStreamStoppedBeforeAnyPart(e *env) {
+	running := make(chan context.Context, 1)
+	ended := make(chan error, 1)
+	w := e.newAgent("Silent", agency.Concurrency(2))
+	agency.Handle(w, "wait", func(ctx context.Context, _ struct{}) (string, error) {
+		signal(running, ctx)
+		select {
+		case <-ctx.Done():
+			signal(ended, ctx.Err())
+			return "", ctx.Err()
+		case <-e.stop:
+			return "", nil
+		}
+	})
+	waiting := make(chan context.Context, 1)
+	agency.Handle(w, "alive", func(context.Context, struct{}) (bool, error) {
+		ctx := <-waiting
+		return ctx.Err() == nil, nil
+	})
+	caller := e.newAgent("Reader")
+	e.add(w, caller)
+	ctx, cancel := context.WithCancel(e.ctx())
+	defer cancel()
+	go func() {
+		select {
+		case hctx := <-running:
+			waiting <- hctx
+		case <-e.stop:
+		}
+		cancel()
+	}()
+	var n int
+	var last error
+	for m, err := range caller.Stream(ctx, w.ID(), "wait", nil) {
+		if err == nil {
+			e.t.Fatalf("a part or an answer from a handler that sends none: %v", m)
+		}
+		last, n = err, n+1
+	}
+	if n != 1 || !errors.Is(last, context.Canceled) {
+		e.t.Fatalf("%d results, last %v: want context.Canceled alone", n, last)
+	}
+	if e.otherDialects {
+		// A [cancel], had one been sent, came before this request, and
+		// was acted on when it came.
+		if !call[bool](e, caller, w.ID(), "alive", nil) {
+			e.t.Fatal("the handler's context ended, though the space may carry agents of another library and no part came")
+		}
+		return
+	}
+	if err := receive(e.t, ended, "the handler's context to end"); !errors.Is(err, context.Canceled) {
+		e.t.Errorf("the handler's context ended with %v, want context.Canceled", err)
 	}
 }
