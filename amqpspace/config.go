@@ -118,7 +118,10 @@ type Config struct {
 	// message in the shape of operand/agency 1.6 (Python) and reads both
 	// (see interop.go, and docs/interop.md in the repository). Empty means
 	// this library's own shape only. Every Go process on one exchange
-	// should use the same setting.
+	// should use the same setting. With it set, a stream's caller that
+	// stops tells a responder so only after a part came from it (see
+	// driver.NativeRouter): an agent of another library would answer a
+	// [cancel].
 	Interop Interop
 }
 

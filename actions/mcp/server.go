@@ -548,9 +548,21 @@ func (s *Server) callTool(ctx context.Context, req *sdk.CallToolRequest, t *tool
 			s.mu.Unlock()
 		}()
 	}
-	r, err := s.agent.RequestMessage(ctx, m)
-	if err != nil {
-		return s.failed(ctx, t, err)
+	// A stream, though the bridge forwards no part: the responder then
+	// holds the call as one it serves, which the caller may stop, so that
+	// the client's notifications/cancelled (which ends ctx) cancels the
+	// action's context, or keeps a queued request from running.
+	var r *agency.Message
+	for msg, err := range s.agent.StreamMessage(ctx, m) {
+		if err != nil {
+			return s.failed(ctx, t, err)
+		}
+		if msg.Action != agency.PartAction {
+			r = msg
+		}
+	}
+	if r == nil { // not reached: a stream ends with its answer or an error
+		return errorResult(fmt.Sprintf("action_failed: %s.%s gave no answer", t.agent, t.action))
 	}
 	return result(t, r)
 }

@@ -274,7 +274,7 @@ func TestServerProgressAndCancel(t *testing.T) {
 	}}
 	release := make(chan struct{})
 	f := serve(t, copts, calculator(t, release))
-	t.Cleanup(func() { close(release) }) // before the space closes: the cancelled call's action still waits
+	t.Cleanup(func() { close(release) }) // before the space closes
 	params := &sdk.CallToolParams{Name: "Calculator.slow", Arguments: map[string]any{}}
 	params.SetProgressToken("tok-1")
 	done := make(chan *sdk.CallToolResult, 1)

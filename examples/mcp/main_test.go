@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"log/slog"
 	"net"
@@ -12,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -356,4 +358,103 @@ func contentText(r *sdk.CallToolResult) string {
 		}
 	}
 	return b.String()
+}
+
+// TestAMQPCancelAcrossProcesses: an MCP client's cancellation crosses the
+// example, a process of its own serving the broker's agents, and the
+// broker, to an action of this process: the action's context ends, and
+// the session serves on.
+func TestAMQPCancelAcrossProcesses(t *testing.T) {
+	url := amqptest.URL(t)
+	exchange := amqptest.Exchange(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	sp := amqptest.NewSpace(t, amqpspace.Config{URL: url, Exchange: exchange})
+
+	// Sleeper's wait runs until its context ends, which it reports.
+	running, ended, stop := make(chan struct{}, 1), make(chan error, 1), make(chan struct{})
+	t.Cleanup(func() { close(stop) }) // before the space's Close, which waits for the actions
+	id := amqptest.Name("Sleeper")
+	sleeper := agency.MustNewAgent(id, agency.Concurrency(2))
+	agency.Handle(sleeper, "wait", func(ctx context.Context, _ struct{}) (string, error) {
+		running <- struct{}{}
+		select {
+		case <-ctx.Done():
+			ended <- ctx.Err()
+			return "", ctx.Err()
+		case <-stop:
+			return "never told", nil
+		}
+	})
+	agency.Handle(sleeper, "ping", func(context.Context, struct{}) (string, error) { return "pong", nil })
+	if err := sp.Add(ctx, sleeper); err != nil {
+		t.Fatal(err)
+	}
+
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(exe, exampleFlag, "-amqp", "-exchange", exchange)
+	cmd.Env = append(os.Environ(), "AMQP_URL="+url)
+	cmd.Stderr = os.Stderr
+	changed := make(chan struct{}, 1)
+	cs, err := sdk.NewClient(&sdk.Implementation{Name: "test"}, &sdk.ClientOptions{
+		ToolListChangedHandler: func(context.Context, *sdk.ToolListChangedRequest) {
+			select {
+			case changed <- struct{}{}:
+			default:
+			}
+		},
+	}).Connect(ctx, &sdk.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	wait := mcp.ToolName(id, "wait")
+	for {
+		// The example's first survey may come before Sleeper answers on
+		// the broker: then wait for the list to change.
+		res, err := cs.ListTools(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if slices.ContainsFunc(res.Tools, func(tl *sdk.Tool) bool { return tl.Name == wait }) {
+			break
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			t.Fatalf("%s never listed", wait)
+		}
+	}
+
+	cctx, stopCall := context.WithCancel(ctx)
+	defer stopCall()
+	errc := make(chan error, 1)
+	go func() {
+		_, err := cs.CallTool(cctx, &sdk.CallToolParams{Name: wait, Arguments: map[string]any{}})
+		errc <- err
+	}()
+	select {
+	case <-running:
+	case <-ctx.Done():
+		t.Fatal("the action did not start")
+	}
+	stopCall() // go-sdk sends notifications/cancelled
+	if err := <-errc; !errors.Is(err, context.Canceled) {
+		t.Fatalf("the cancelled call: %v", err)
+	}
+	select {
+	case err := <-ended:
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("the action's context ended with %v", err)
+		}
+	case <-time.After(10 * time.Second): // a safety net: untold, the action waits for ever
+		t.Fatal("the action's context did not end after the client cancelled the call")
+	}
+	res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: mcp.ToolName(id, "ping"), Arguments: map[string]any{}})
+	if err != nil || res.IsError || contentText(res) != `"pong"` {
+		t.Fatalf("a call after the cancelled one: %v, %v", res, err)
+	}
 }
