@@ -492,6 +492,12 @@ func (a *Agent) stream(ctx context.Context, m *Message, opts []StreamOption, yie
 	if err := c.router.Route(ctx, m); err != nil {
 		if ctx.Err() != nil {
 			err = requestError(ctx, m.To, m.Action)
+			if c.native(m.To) {
+				// The context ended while the space made sure of the
+				// request (in amqpspace, waiting for the broker's
+				// confirm): it may have gone out all the same.
+				c.sendCancel(m.To, m.ID)
+			}
 		}
 		yield(nil, err)
 		return
