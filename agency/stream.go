@@ -92,9 +92,10 @@ type streams struct {
 	withdrawnNext int
 }
 
-// maxWithdrawn bounds the [cancel]s an agent remembers for requests it has
-// not started: a request cancelled while that many later ones were
-// cancelled before its turn runs, with a context that is not cancelled.
+// maxWithdrawn bounds the [cancel]s an agent remembers for requests it was
+// not handling: a queued request whose [cancel] is followed by that many
+// others before its turn comes runs after all, with a context that is not
+// cancelled.
 const maxWithdrawn = 256
 
 // emitter is the sending side of one stream: an action that handles a
@@ -342,16 +343,17 @@ func (c *conn) part(m *Message) {
 func (st *streams) withdraw(k string) {
 	if st.withdrawn == nil {
 		st.withdrawn = make(map[string]struct{})
-		st.withdrawnRing = make([]string, maxWithdrawn)
 	}
 	if _, ok := st.withdrawn[k]; ok {
 		return
 	}
-	if old := st.withdrawnRing[st.withdrawnNext]; old != "" {
-		delete(st.withdrawn, old)
+	if len(st.withdrawnRing) < maxWithdrawn {
+		st.withdrawnRing = append(st.withdrawnRing, k)
+	} else {
+		delete(st.withdrawn, st.withdrawnRing[st.withdrawnNext]) // gone already, if its request has come
+		st.withdrawnRing[st.withdrawnNext] = k
+		st.withdrawnNext = (st.withdrawnNext + 1) % maxWithdrawn
 	}
-	st.withdrawnRing[st.withdrawnNext] = k
-	st.withdrawnNext = (st.withdrawnNext + 1) % maxWithdrawn
 	st.withdrawn[k] = struct{}{}
 }
 
