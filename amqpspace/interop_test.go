@@ -853,3 +853,61 @@ func TestIDsUniqueAcrossLanguages(t *testing.T) {
 		t.Errorf("Add of an id a Python process holds: %v, want ErrAgentExists", err)
 	}
 }
+
+// A Go caller that stops reading a stream from an operand/agency agent
+// (which sends no part) sends it no [cancel]: the agent would take it for
+// a call of an action it lacks, and answer with an error. Only the caller's
+// next message reaches the agent.
+func TestStreamToPythonNoCancel(t *testing.T) {
+	ex := testExchange(t)
+	sp := newSpace(t, amqpspace.Config{Exchange: ex, Interop: amqpspace.InteropOperandAgency})
+	caller := agency.MustNewAgent(randomName("Caller"))
+	addAll(t, sp, caller)
+	pyID := randomName("Py")
+	py := pyAgents(t, ex, pyID)
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	sctx, stop := context.WithCancel(ctx)
+	defer stop()
+	ended := make(chan error, 1)
+	go func() {
+		var last error
+		for _, err := range caller.Stream(sctx, pyID, "slow", map[string]any{"seconds": 0.5, "text": "late"}) {
+			last = err
+		}
+		ended <- last
+	}()
+	pyReceived(t, py, pyID, "slow")
+	stop()
+	if err := <-ended; !errors.Is(err, context.Canceled) {
+		t.Fatalf("the stream ended with %v, want context.Canceled", err)
+	}
+	if _, err := caller.Send(ctx, pyID, "note", map[string]string{"text": "after"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range pyReceived(t, py, pyID, "note") {
+		if strings.Contains(string(m), "[cancel]") {
+			t.Fatalf("the Python agent received %s", m)
+		}
+	}
+}
+
+// pyReceived waits until the operand/agency agent id has received a call of
+// action, and returns what it has received.
+func pyReceived(t *testing.T, py *amqptest.Python, id, action string) []json.RawMessage {
+	t.Helper()
+	deadline := time.Now().Add(wait)
+	for {
+		got := py.Received(id)
+		for _, m := range got {
+			var shape pyShape
+			if json.Unmarshal(m, &shape) == nil && shape.Action.Name == action {
+				return got
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s never received %s; it received %s", id, action, got)
+		}
+		time.Sleep(20 * time.Millisecond) // asking again: the harness has no way to wait
+	}
+}
