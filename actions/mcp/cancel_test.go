@@ -138,7 +138,7 @@ func TestServerCancelTypeScript(t *testing.T) {
 	}
 	hs := httptest.NewServer(srv.Handler())
 	defer hs.Close()
-	out, err := exec.CommandContext(ctx, "node", filepath.Join("testdata", "cancel.mjs"), hs.URL, "Sleeper.wait", "Sleeper.ping").Output()
+	out, err := exec.CommandContext(ctx, "node", filepath.Join("testdata", "cancel.mjs"), "http", hs.URL, "Sleeper.wait", "Sleeper.ping").Output()
 	if err != nil {
 		t.Fatalf("cancel.mjs: %v", err)
 	}

@@ -350,14 +350,47 @@ func TestAMQPAcrossProcesses(t *testing.T) {
 	}
 }
 
-func contentText(r *sdk.CallToolResult) string {
-	var b strings.Builder
-	for _, c := range r.Content {
-		if tc, ok := c.(*sdk.TextContent); ok {
-			b.WriteString(tc.Text)
+// sleeper adds to a space on the broker an agent whose action wait
+// reports progress, says it runs on running and waits until its context
+// ends, which it reports on ended; ping answers at once. It returns the
+// agent's id.
+func sleeper(t *testing.T, ctx context.Context, sp *amqpspace.Space) (id string, running chan struct{}, ended chan error) {
+	t.Helper()
+	running, ended, stop := make(chan struct{}, 1), make(chan error, 1), make(chan struct{})
+	t.Cleanup(func() { close(stop) }) // before the space's Close, which waits for the actions
+	id = amqptest.Name("Sleeper")
+	a := agency.MustNewAgent(id, agency.Concurrency(2))
+	agency.Handle(a, "wait", func(ctx context.Context, _ struct{}) (string, error) {
+		if err := mcp.Progress(ctx, 0, 1, "started"); err != nil {
+			return "", err
 		}
+		running <- struct{}{}
+		select {
+		case <-ctx.Done():
+			ended <- ctx.Err()
+			return "", ctx.Err()
+		case <-stop:
+			return "never told", nil
+		}
+	})
+	agency.Handle(a, "ping", func(context.Context, struct{}) (string, error) { return "pong", nil })
+	if err := sp.Add(ctx, a); err != nil {
+		t.Fatal(err)
 	}
-	return b.String()
+	return id, running, ended
+}
+
+// toldToStop waits for the action's context to end.
+func toldToStop(t *testing.T, ended <-chan error) {
+	t.Helper()
+	select {
+	case err := <-ended:
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("the action's context ended with %v", err)
+		}
+	case <-time.After(10 * time.Second): // a safety net: untold, the action waits for ever
+		t.Fatal("the action's context did not end after the client cancelled the call")
+	}
 }
 
 // TestAMQPCancelAcrossProcesses: an MCP client's cancellation crosses the
@@ -370,26 +403,7 @@ func TestAMQPCancelAcrossProcesses(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	sp := amqptest.NewSpace(t, amqpspace.Config{URL: url, Exchange: exchange})
-
-	// Sleeper's wait runs until its context ends, which it reports.
-	running, ended, stop := make(chan struct{}, 1), make(chan error, 1), make(chan struct{})
-	t.Cleanup(func() { close(stop) }) // before the space's Close, which waits for the actions
-	id := amqptest.Name("Sleeper")
-	sleeper := agency.MustNewAgent(id, agency.Concurrency(2))
-	agency.Handle(sleeper, "wait", func(ctx context.Context, _ struct{}) (string, error) {
-		running <- struct{}{}
-		select {
-		case <-ctx.Done():
-			ended <- ctx.Err()
-			return "", ctx.Err()
-		case <-stop:
-			return "never told", nil
-		}
-	})
-	agency.Handle(sleeper, "ping", func(context.Context, struct{}) (string, error) { return "pong", nil })
-	if err := sp.Add(ctx, sleeper); err != nil {
-		t.Fatal(err)
-	}
+	id, running, ended := sleeper(t, ctx, sp)
 
 	exe, err := os.Executable()
 	if err != nil {
@@ -445,16 +459,59 @@ func TestAMQPCancelAcrossProcesses(t *testing.T) {
 	if err := <-errc; !errors.Is(err, context.Canceled) {
 		t.Fatalf("the cancelled call: %v", err)
 	}
-	select {
-	case err := <-ended:
-		if !errors.Is(err, context.Canceled) {
-			t.Fatalf("the action's context ended with %v", err)
-		}
-	case <-time.After(10 * time.Second): // a safety net: untold, the action waits for ever
-		t.Fatal("the action's context did not end after the client cancelled the call")
-	}
+	toldToStop(t, ended)
 	res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: mcp.ToolName(id, "ping"), Arguments: map[string]any{}})
 	if err != nil || res.IsError || contentText(res) != `"pong"` {
 		t.Fatalf("a call after the cancelled one: %v, %v", res, err)
 	}
+}
+
+// TestAMQPCancelTypeScript: the TypeScript SDK's client starts the
+// example on stdio with -amqp and aborts its call (an AbortSignal) at the
+// action's first progress report: the action, in this process, is told.
+func TestAMQPCancelTypeScript(t *testing.T) {
+	dir := testdata(t)
+	url := amqptest.URL(t)
+	exchange := amqptest.Exchange(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	sp := amqptest.NewSpace(t, amqpspace.Config{URL: url, Exchange: exchange})
+	id, _, ended := sleeper(t, ctx, sp)
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.CommandContext(ctx, "node", filepath.Join(dir, "cancel.mjs"), "stdio", mcp.ToolName(id, "wait"), mcp.ToolName(id, "ping"),
+		exe, exampleFlag, "-amqp", "-exchange", exchange)
+	cmd.Env = append(os.Environ(), "AMQP_URL="+url)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("cancel.mjs: %v\n%s", err, stderr.String())
+	}
+	var got struct {
+		Aborted string     `json:"aborted"`
+		After   toolResult `json:"after"`
+	}
+	if err := json.Unmarshal(out, &got); err != nil {
+		t.Fatalf("cancel.mjs printed %q", out)
+	}
+	if !strings.Contains(strings.ToLower(got.Aborted), "abort") {
+		t.Errorf("the aborted call threw %q, want an abort", got.Aborted)
+	}
+	toldToStop(t, ended)
+	if got.After.IsError || got.After.text() != `"pong"` {
+		t.Errorf("the call after the aborted one: %s", out)
+	}
+}
+
+func contentText(r *sdk.CallToolResult) string {
+	var b strings.Builder
+	for _, c := range r.Content {
+		if tc, ok := c.(*sdk.TextContent); ok {
+			b.WriteString(tc.Text)
+		}
+	}
+	return b.String()
 }
