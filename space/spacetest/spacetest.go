@@ -66,7 +66,8 @@ type test struct {
 // newSpace and closes it when the subtest ends (newSpace need not arrange
 // that itself). newSpace may fail the test with t.Fatal or skip it with
 // t.Skip. The options give the suite what some tests need beyond that
-// (see SizeLimited); Run fails the test on an option with a wrong value.
+// (see SizeLimited), or tell it what the space does not promise (see
+// OtherDialects); Run fails the test on an option with a wrong value.
 func Run(t *testing.T, newSpace func(t *testing.T) space.Space, opts ...Option) {
 	t.Helper()
 	var o options
