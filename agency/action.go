@@ -25,6 +25,11 @@ type actionConfig struct {
 	schema        json.RawMessage
 	returnsSchema json.RawMessage
 	approver      interface{ argType() reflect.Type } // an approverOf, set by Approve
+	// approve, for an action given Approve, does what run does with the
+	// approver's word in between. It is here, not in the action, which an
+	// idle agent holds: only an action given options has a config of its
+	// own.
+	approve approval
 }
 
 func (c *actionConfig) setPolicy(p policy) error {
@@ -104,32 +109,30 @@ func CustomHelp(v any) ActionOption {
 }
 
 // action is a registered action with its types erased. It is kept small
-// (an agent with one action holds one), and allocates nothing but itself.
+// (an agent with one action holds one, 48 bytes), and allocates nothing
+// but itself: what only some actions need is in cfg, and the agent is
+// the caller's to give (see run).
 type action struct {
-	name  string
-	cfg   *actionConfig // noActionConfig for an action given no options
-	args  *typeInfo
-	agent *Agent
+	name string
+	cfg  *actionConfig // noActionConfig for an action given no options
+	args *typeInfo
 	// h is the handler: a plainFunc[A, R] when arguments that come as an
 	// A need no work (see Register), else a handlerFunc[A, R].
 	h caller
-	// approve, for an action given Approve, does what run does with the
-	// approver's word in between.
-	approve approval
 }
 
 // noActionConfig is the configuration of every action registered without
 // options; it is never written to.
 var noActionConfig = &actionConfig{}
 
-// run decodes and validates args and calls the handler.
-func (act *action) run(ctx context.Context, args any) (any, error) {
-	return act.h.call(act, ctx, args)
+// run decodes and validates args and calls the handler of a's action.
+func (act *action) run(a *Agent, ctx context.Context, args any) (any, error) {
+	return act.h.call(a, act, ctx, args)
 }
 
-// caller calls a handler with its types erased.
+// caller calls a handler with its types erased; a is the action's agent.
 type caller interface {
-	call(act *action, ctx context.Context, args any) (any, error)
+	call(a *Agent, act *action, ctx context.Context, args any) (any, error)
 	result() reflect.Type // the handler's R
 }
 
@@ -147,18 +150,18 @@ func (h plainFunc[A, R]) result() reflect.Type { return reflect.TypeFor[R]() }
 
 // call passes raw to h as it is when it is an A, else as a handlerFunc
 // does.
-func (h plainFunc[A, R]) call(act *action, ctx context.Context, raw any) (any, error) {
+func (h plainFunc[A, R]) call(a *Agent, act *action, ctx context.Context, raw any) (any, error) {
 	if v, ok := raw.(A); ok {
 		return h(ctx, v)
 	}
-	return handlerFunc[A, R](h).call(act, ctx, raw)
+	return handlerFunc[A, R](h).call(a, act, ctx, raw)
 }
 
 // call decodes and validates raw as the action's arguments and calls h.
-func (h handlerFunc[A, R]) call(act *action, ctx context.Context, raw any) (any, error) {
+func (h handlerFunc[A, R]) call(a *Agent, act *action, ctx context.Context, raw any) (any, error) {
 	var args A
 	if err := decodeArgs(act.args, raw, &args); err != nil {
-		return nil, invalidArgsError(act.agent, act.name, err)
+		return nil, invalidArgsError(a, act.name, err)
 	}
 	return h(ctx, args)
 }
@@ -202,8 +205,8 @@ func Register[A, R any](a *Agent, name string, h func(context.Context, A) (R, er
 		return fmt.Errorf("agency: action %q: %w", name, err)
 	}
 	act := a.actions.slot()
-	*act = action{name: name, cfg: noActionConfig, args: info, agent: a, h: handlerFunc[A, R](h)}
-	if err := configure(act, info, h, opts); err != nil {
+	*act = action{name: name, cfg: noActionConfig, args: info, h: handlerFunc[A, R](h)}
+	if err := configure(a, act, info, h, opts); err != nil {
 		*act = action{} // the slot may be the agent's own: it keeps nothing of a failed registration
 		return err
 	}
@@ -211,9 +214,9 @@ func Register[A, R any](a *Agent, name string, h func(context.Context, A) (R, er
 	return nil
 }
 
-// configure sets up act, made by Register, with its options.
-func configure[A, R any](act *action, info *typeInfo, h func(context.Context, A) (R, error), opts []ActionOption) error {
-	a, name := act.agent, act.name
+// configure sets up act, made by Register for a, with its options.
+func configure[A, R any](a *Agent, act *action, info *typeInfo, h func(context.Context, A) (R, error), opts []ActionOption) error {
+	name := act.name
 	if len(opts) > 0 {
 		act.cfg = new(actionConfig)
 		for _, o := range opts {

@@ -33,7 +33,7 @@ type Agent struct {
 
 // joined tells whether the agent has joined a space, or is joining one:
 // set for good by the first connect, which takes the agent's own conn.
-func (a *Agent) joined() bool { return a.first.taken.Load() }
+func (a *Agent) joined() bool { return a.first.is(stateTaken) }
 
 // settings is what an agent's options set, read-only once the agent is
 // made. Agents made without options share defaultSettings: an idle agent

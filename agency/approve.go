@@ -73,7 +73,7 @@ func setUpApproval[A, R any](a *Agent, act *action, h func(context.Context, A) (
 		} else if act.cfg.policy.requests() == never {
 			return errors.New("Approve is given but the access policy never asks for approval")
 		}
-		act.approve = approvalFor(a, act, ap.f, h)
+		act.cfg.approve = approvalFor(a, act, ap.f, h)
 		return nil
 	default:
 		return fmt.Errorf("Approve takes %v, but the action's arguments are %v", act.cfg.approver.argType(), reflect.TypeFor[A]())

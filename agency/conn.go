@@ -18,28 +18,67 @@ type conn struct {
 	agent  *Agent
 	router router
 
-	// What an idle agent holds is kept small (the fields are in an order
-	// that leaves no padding): no goroutine (one is started when a message
-	// arrives to an empty queue, and returns once the queue is empty
-	// again), and the channels, the handlers' context and what only
-	// Concurrency(n) needs are made when first needed.
-	base     atomic.Pointer[baseCtx] // what cancels the handlers' context, made when one waits on it
-	mu       sync.Mutex              // guards the fields below, up to mb
-	gone     chan struct{}           // closed once the agent has left for good
-	pending  *pendingSet             // the Requests waiting for their response
-	surveys  map[string]*collector   // survey id → its collector, while Survey runs
-	spare    chan answer             // a Request's channel, kept for the next one
-	waiting  atomic.Int32            // Requests and Surveys under way
-	left     atomic.Bool             // what closing gone says, read without mu
-	stopped  bool                    // the handlers' context is cancelled, or will be made so
-	finished bool                    // done's state
-	taken    atomic.Bool             // on an agent's own conn (Agent.first): a connect has taken it
+	// What an idle agent holds is kept small (88 bytes, in an order
+	// that leaves no padding): no goroutine (one is started when a
+	// message arrives to an empty queue, and returns once the queue is
+	// empty again), and the queue, the channels, the handlers' context,
+	// the Requests and what only Concurrency(n) needs are made when first
+	// needed.
+	mu        sync.Mutex              // guards extra's fields (but base), and stopped and finished
+	extra     atomic.Pointer[extra]   // made under mu when first needed, then kept; read without mu for base
+	closing   atomic.Pointer[closing] // made when the agent starts to leave
+	deliverFn func()                  // c.deliver, made once: a method value allocates
+	state     atomic.Uint32           // the flags below
+	waiting   atomic.Int32            // Requests and Surveys under way
 
-	mb        mailbox
-	deliverFn func()      // c.deliver, made once: a method value allocates
-	conc      *concurrent // with Concurrency(n), n > 1; made by the delivery goroutine
+	mb mailbox
+}
 
-	closing atomic.Pointer[closing] // made when the agent starts to leave
+// The flags of conn.state. taken and left are read without mu; stopped
+// and finished are written and read under mu (atomically, as they share
+// the word with the others).
+const (
+	stateTaken    = 1 << iota // on an agent's own conn (Agent.first): a connect has taken it
+	stateLeft                 // what closing gone says
+	stateStopped              // the handlers' context is cancelled, or will be made so
+	stateFinished             // done's state
+)
+
+// is reports whether the flag f is set.
+func (c *conn) is(f uint32) bool { return c.state.Load()&f != 0 }
+
+// hasLeft reports whether the agent has left for good (see finish).
+func (c *conn) hasLeft() bool { return c.is(stateLeft) }
+
+// extra is what only some agents need: those that make Requests or
+// Surveys, serve streams, run several actions at once or whose handlers
+// wait on their context. Guarded by conn.mu, but for base.
+type extra struct {
+	base    atomic.Pointer[baseCtx] // what cancels the handlers' context, made when one waits on it
+	gone    chan struct{}           // closed once the agent has left for good
+	pending pendingSet              // the Requests waiting for their response
+	surveys map[string]*collector   // survey id → its collector, while Survey runs
+	spare   chan answer             // a Request's channel, kept for the next one
+	conc    *concurrent             // with Concurrency(n), n > 1; made by the delivery goroutine
+}
+
+// extraLocked returns the agent's extra, made on first use; c.mu is held.
+func (c *conn) extraLocked() *extra {
+	x := c.extra.Load()
+	if x == nil {
+		x = new(extra)
+		c.extra.Store(x)
+	}
+	return x
+}
+
+// pendingLocked returns the Requests waiting for their response, or nil
+// (an empty set) before the first; c.mu is held.
+func (c *conn) pendingLocked() *pendingSet {
+	if x := c.extra.Load(); x != nil {
+		return &x.pending
+	}
+	return nil
 }
 
 // closing is what taking an agent out needs, made when that starts, so
@@ -73,7 +112,7 @@ type concurrent struct {
 // ErrAlreadyAdded.
 func connect(a *Agent, r router) (*conn, error) {
 	var c *conn
-	if a.first.taken.CompareAndSwap(false, true) {
+	if a.first.take() {
 		// The first connect has the agent's own conn, which nobody else
 		// can have seen yet.
 		c = &a.first
@@ -85,6 +124,20 @@ func connect(a *Agent, r router) (*conn, error) {
 		return nil, fmt.Errorf("%w: %q", ErrAlreadyAdded, a.id)
 	}
 	return c, nil
+}
+
+// take takes an agent's own conn for its first connect: false when one
+// has taken it already.
+func (c *conn) take() bool {
+	for {
+		old := c.state.Load()
+		if old&stateTaken != 0 {
+			return false
+		}
+		if c.state.CompareAndSwap(old, old|stateTaken) {
+			return true
+		}
+	}
 }
 
 // start lets arrivals start the delivery goroutine, and starts it for the
@@ -108,18 +161,22 @@ func (c *conn) spawn() {
 func (c *conn) concurrent() *concurrent {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.conc == nil {
-		c.conc = &concurrent{sem: make(chan struct{}, c.agent.concurrency)}
+	x := c.extraLocked()
+	if x.conc == nil {
+		x.conc = &concurrent{sem: make(chan struct{}, c.agent.concurrency)}
 	}
-	return c.conc
+	return x.conc
 }
 
 // concurrentIfAny returns what Concurrency(n) needs, or nil before it was
 // first needed.
 func (c *conn) concurrentIfAny() *concurrent {
+	if c.extra.Load() == nil {
+		return nil // made under mu, but never unmade: no need to wait for it
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.conc
+	return c.extra.Load().conc
 }
 
 // closedChan is a channel closed from the start.
@@ -131,18 +188,19 @@ var closedChan = func() chan struct{} {
 
 // goneChan returns a channel closed once the agent has left for good.
 func (c *conn) goneChan() <-chan struct{} {
-	if c.left.Load() {
+	if c.hasLeft() {
 		return closedChan
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.left.Load() {
+	if c.hasLeft() {
 		return closedChan
 	}
-	if c.gone == nil {
-		c.gone = make(chan struct{})
+	x := c.extraLocked()
+	if x.gone == nil {
+		x.gone = make(chan struct{})
 	}
-	return c.gone
+	return x.gone
 }
 
 // doneChan returns a channel closed once the agent has left and may join a
@@ -150,7 +208,7 @@ func (c *conn) goneChan() <-chan struct{} {
 func (c *conn) doneChan() <-chan struct{} {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.finished {
+	if c.is(stateFinished) {
 		return closedChan
 	}
 	cl := c.closer()
@@ -165,18 +223,18 @@ func (c *conn) doneChan() <-chan struct{} {
 func (c *conn) finish() {
 	c.stop()
 	c.mu.Lock()
-	c.left.Store(true)
-	if c.gone != nil {
-		close(c.gone)
+	c.state.Or(stateLeft)
+	if x := c.extra.Load(); x != nil && x.gone != nil {
+		close(x.gone)
 	}
 	// A Request still waiting ends now: its answer can no longer come.
-	c.pending.drain(func(p pendingRequest) {
+	c.pendingLocked().drain(func(p pendingRequest) {
 		p.ch <- answer{err: removedWhileWaiting(p.from)} // still pending, so nothing was sent on ch
 	})
 	c.mu.Unlock()
 	c.agent.conn.CompareAndSwap(c, nil)
 	c.mu.Lock()
-	c.finished = true
+	c.state.Or(stateFinished)
 	if cl := c.closing.Load(); cl != nil && cl.done != nil {
 		close(cl.done)
 	}
@@ -294,7 +352,7 @@ func (c *conn) CloseIdle(ctx context.Context) (done bool, err error) {
 // handle what is left.
 func (c *conn) letGo() {
 	c.mb.mu.Lock()
-	empty := len(c.mb.queue) == 0
+	empty := c.mb.queued() == 0
 	c.mb.mu.Unlock()
 	if empty && c.concurrentIfAny() == nil {
 		// Nothing can be queued any more, and no action runs: deliver

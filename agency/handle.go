@@ -246,7 +246,7 @@ func (c *conn) handle(m *Message) {
 		return
 	}
 	var approved func() (any, error) // the handler's call, with the arguments its approver saw
-	if act.approve != nil || act.cfg.policy.fn != nil || act.cfg.policy.decide(m) != Permitted {
+	if act.cfg.approve != nil || act.cfg.policy.fn != nil || act.cfg.policy.decide(m) != Permitted {
 		var ok bool
 		if approved, ok = c.admit(ctx, act, m); !ok {
 			return
@@ -347,8 +347,8 @@ func (c *conn) noSuchAction(ctx context.Context, m *Message) {
 //
 //go:noinline
 func (c *conn) admit(ctx context.Context, act *action, m *Message) (approved func() (any, error), ok bool) {
-	if access := c.decide(act, m); access == Requested && act.approve != nil {
-		run, ae := act.approve(ctx, m)
+	if access := c.decide(act, m); access == Requested && act.cfg.approve != nil {
+		run, ae := act.cfg.approve(ctx, m)
 		if ae != nil {
 			c.fail(ctx, m, ae)
 			return nil, false
@@ -446,7 +446,7 @@ func (c *conn) run(ctx context.Context, act *action, m *Message, approved func()
 	if approved != nil {
 		return approved()
 	}
-	return act.run(ctx, m.Args)
+	return act.run(c.agent, ctx, m.Args)
 }
 
 // panicked logs an action's panic and returns the error its caller gets.
@@ -490,7 +490,7 @@ func (c *conn) reply(ctx context.Context, m *Message, action string, args any) e
 		}
 		return nil
 	}
-	if c.left.Load() { // a handler's context kept past its agent's removal
+	if c.hasLeft() { // a handler's context kept past its agent's removal
 		return c.leftError()
 	}
 	if ae, ok := args.(*ActionError); ok {

@@ -25,21 +25,31 @@ func (c *conn) baseContext() context.Context { return (*handlersContext)(c) }
 // cancelable returns the context.WithCancel behind the handlers' context,
 // made on first use.
 func (c *conn) cancelable() context.Context {
-	if b := c.base.Load(); b != nil {
+	if b := c.baseIfAny(); b != nil {
 		return b.ctx
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	b := c.base.Load()
+	x := c.extraLocked()
+	b := x.base.Load()
 	if b == nil {
 		b = &baseCtx{}
 		b.ctx, b.cancel = context.WithCancel(context.Background())
-		if c.stopped {
+		if c.is(stateStopped) {
 			b.cancel()
 		}
-		c.base.Store(b)
+		x.base.Store(b)
 	}
 	return b.ctx
+}
+
+// baseIfAny returns the context.WithCancel behind the handlers' context,
+// or nil before it is made.
+func (c *conn) baseIfAny() *baseCtx {
+	if x := c.extra.Load(); x != nil {
+		return x.base.Load()
+	}
+	return nil
 }
 
 func (h *handlersContext) Deadline() (time.Time, bool) { return time.Time{}, false }
@@ -48,12 +58,12 @@ func (h *handlersContext) Done() <-chan struct{} { return (*conn)(h).cancelable(
 
 func (h *handlersContext) Err() error {
 	c := (*conn)(h)
-	if b := c.base.Load(); b != nil {
+	if b := c.baseIfAny(); b != nil {
 		return b.ctx.Err()
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.stopped {
+	if c.is(stateStopped) {
 		return context.Canceled
 	}
 	return nil
@@ -74,8 +84,8 @@ func (h *handlersContext) String() string { return "agency.handlersContext" }
 // stop cancels the handlers' context.
 func (c *conn) stop() {
 	c.mu.Lock()
-	c.stopped = true
-	if b := c.base.Load(); b != nil {
+	c.state.Or(stateStopped)
+	if b := c.baseIfAny(); b != nil {
 		b.cancel()
 	}
 	c.mu.Unlock()

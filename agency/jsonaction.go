@@ -60,7 +60,7 @@ func RegisterJSON(a *Agent, name string, schema json.RawMessage, h JSONHandler, 
 	if changing == nil {
 		act = a.actions.slot()
 	}
-	*act = action{name: name, agent: a, h: jsonFunc(h), cfg: new(actionConfig)}
+	*act = action{name: name, h: jsonFunc(h), cfg: new(actionConfig)}
 	for _, o := range opts {
 		if err := o(act.cfg); err != nil {
 			*act = action{}
@@ -211,8 +211,8 @@ type jsonFunc JSONHandler
 
 func (h jsonFunc) result() reflect.Type { return reflect.TypeFor[any]() }
 
-func (h jsonFunc) call(act *action, ctx context.Context, raw any) (any, error) {
-	args, err := jsonArgs(act, raw)
+func (h jsonFunc) call(a *Agent, act *action, ctx context.Context, raw any) (any, error) {
+	args, err := jsonArgs(a, act, raw)
 	if err != nil {
 		return nil, err
 	}
@@ -221,17 +221,17 @@ func (h jsonFunc) call(act *action, ctx context.Context, raw any) (any, error) {
 
 // jsonArgs returns the JSON text of an incoming arguments value, which must
 // be an object.
-func jsonArgs(act *action, raw any) (json.RawMessage, error) {
+func jsonArgs(a *Agent, act *action, raw any) (json.RawMessage, error) {
 	b, err := argsJSON(raw)
 	if err != nil {
-		return nil, invalidArgsError(act.agent, act.name, err)
+		return nil, invalidArgsError(a, act.name, err)
 	}
 	b = bytes.TrimSpace(b)
 	if len(b) == 0 || string(b) == "null" {
 		return json.RawMessage("{}"), nil
 	}
 	if b[0] != '{' {
-		return nil, invalidArgsError(act.agent, act.name, errors.New("the arguments must be a JSON object"))
+		return nil, invalidArgsError(a, act.name, errors.New("the arguments must be a JSON object"))
 	}
 	return b, nil
 }
@@ -251,7 +251,7 @@ func setUpJSONApproval(a *Agent, act *action, h JSONHandler) error {
 		} else if act.cfg.policy.requests() == never {
 			return errors.New("Approve is given but the access policy never asks for approval")
 		}
-		act.approve = jsonApproval(a, act, ap.f, h)
+		act.cfg.approve = jsonApproval(a, act, ap.f, h)
 		return nil
 	default:
 		return fmt.Errorf("Approve takes %v, but the action's arguments are json.RawMessage", act.cfg.approver.argType())
@@ -260,7 +260,7 @@ func setUpJSONApproval(a *Agent, act *action, h JSONHandler) error {
 
 func jsonApproval(a *Agent, act *action, approve func(context.Context, json.RawMessage) (bool, error), h JSONHandler) approval {
 	return func(ctx context.Context, m *Message) (func() (any, error), *ActionError) {
-		args, err := jsonArgs(act, m.Args)
+		args, err := jsonArgs(a, act, m.Args)
 		if err != nil {
 			return nil, asActionError(err)
 		}

@@ -12,16 +12,47 @@ import (
 // longer burst goes on in further segments of segLen, shared through a
 // pool by every mailbox, instead of copying what is queued at each
 // doubling (while its sender waits on mu).
+//
+// The slices are in queues, made by the first message: an agent that
+// never gets one holds only the lock, the pointer and the flags (24
+// bytes).
 type mailbox struct {
-	mu       sync.Mutex
+	mu      sync.Mutex
+	q       *queues      // made by the first put; guarded by mu
+	held    atomic.Int32 // items queued or in flight whose taker has not fired (a pacing space holds few)
+	closed  bool
+	started bool // arrivals start the delivery goroutine
+	running bool // the delivery goroutine is under way
+}
+
+// queues is what a mailbox holds of its messages, once one has come.
+type queues struct {
 	queue    []item
 	spare    []item
 	inflight []item    // the batch the agent is working through (its last segment)
 	more     *overflow // segments of a long burst; nil for most agents
-	closed   bool
-	started  bool         // arrivals start the delivery goroutine
-	running  bool         // the delivery goroutine is under way
-	held     atomic.Int64 // items queued or in flight whose taker has not fired
+	// first is the room of the first queue, made with the rest: the
+	// first message costs one allocation, as when the queue was in the
+	// mailbox itself.
+	first [1]item
+}
+
+// queues returns the mailbox's queues, made on first use; mu is held.
+func (mb *mailbox) queues() *queues {
+	if mb.q == nil {
+		mb.q = new(queues)
+		mb.q.queue = mb.q.first[:0]
+	}
+	return mb.q
+}
+
+// queued returns the number of items queued and not yet taken but those
+// in full segments; mu is held.
+func (mb *mailbox) queued() int {
+	if mb.q == nil {
+		return 0
+	}
+	return len(mb.q.queue)
 }
 
 // item is a queued message and, from a space that paces delivery, what to
@@ -62,14 +93,15 @@ func (mb *mailbox) put(it item) (ok, run bool) {
 		f := it.taken.f
 		it.taken.f = func() { mb.held.Add(-1); f() }
 	}
-	if len(mb.queue) >= segLen {
-		if mb.more == nil {
-			mb.more = new(overflow)
+	q := mb.queues()
+	if len(q.queue) >= segLen {
+		if q.more == nil {
+			q.more = new(overflow)
 		}
-		mb.more.queued = append(mb.more.queued, mb.queue)
-		mb.queue = segPool.Get().(*[segLen]item)[:0]
+		q.more.queued = append(q.more.queued, q.queue)
+		q.queue = segPool.Get().(*[segLen]item)[:0]
 	}
-	mb.queue = append(mb.queue, it)
+	q.queue = append(q.queue, it)
 	run = mb.started && !mb.running
 	mb.running = mb.running || run
 	mb.mu.Unlock()
@@ -85,7 +117,7 @@ func (mb *mailbox) start() bool {
 		return false
 	}
 	mb.started = true
-	if !mb.running && (len(mb.queue) > 0 || mb.closed) {
+	if !mb.running && (mb.queued() > 0 || mb.closed) {
 		mb.running = true
 		return true
 	}
@@ -104,19 +136,20 @@ func (mb *mailbox) take(last bool, done batch, paced bool) (b batch, closed bool
 	if done.last != nil {
 		mb.recycleLocked(done, paced)
 	}
-	if len(mb.queue) == 0 { // full segments come with a queue behind them
+	if mb.queued() == 0 { // full segments come with a queue behind them
 		if !mb.closed && last {
 			mb.running = false
 		}
 		closed = mb.closed
 	} else {
-		b = batch{last: mb.queue}
-		if mb.more != nil {
-			b.full = mb.more.queued
-			mb.more.queued, mb.more.inflight = nil, b.full
+		q := mb.q
+		b = batch{last: q.queue}
+		if q.more != nil {
+			b.full = q.more.queued
+			q.more.queued, q.more.inflight = nil, b.full
 		}
-		mb.queue, mb.spare = mb.spare, nil
-		mb.inflight = b.last
+		q.queue, q.spare = q.spare, nil
+		q.inflight = b.last
 	}
 	mb.mu.Unlock()
 	if done.full != nil {
@@ -128,11 +161,12 @@ func (mb *mailbox) take(last bool, done batch, paced bool) (b batch, closed bool
 // recycleLocked takes back a handled batch's last segment for reuse, and
 // lets the takers of its items go; mu is held.
 func (mb *mailbox) recycleLocked(b batch, paced bool) {
-	mb.inflight = nil
-	if mb.more != nil {
-		mb.more.inflight = nil
-		if mb.more.queued == nil {
-			mb.more = nil // the burst is over
+	q := mb.q // there since the batch was taken
+	q.inflight = nil
+	if q.more != nil {
+		q.more.inflight = nil
+		if q.more.queued == nil {
+			q.more = nil // the burst is over
 		}
 	}
 	// Let the takers go (release reads the batch under mu), and a burst's
@@ -140,8 +174,8 @@ func (mb *mailbox) recycleLocked(b batch, paced bool) {
 	if paced {
 		clear(b.last)
 	}
-	if mb.spare == nil && cap(b.last) <= 1024 {
-		mb.spare = b.last[:0]
+	if q.spare == nil && cap(b.last) <= 1024 {
+		q.spare = b.last[:0]
 	}
 }
 
@@ -176,6 +210,7 @@ func (mb *mailbox) release() {
 		return // a space that does not pace delivery never pays for this
 	}
 	mb.mu.Lock()
+	q := mb.q // made by the put that counted the first held item
 	var fire []*taker
 	each := func(list []item) {
 		for i := range list {
@@ -185,18 +220,18 @@ func (mb *mailbox) release() {
 			}
 		}
 	}
-	if mb.more != nil {
-		for _, seg := range mb.more.inflight {
+	if q.more != nil {
+		for _, seg := range q.more.inflight {
 			each(seg)
 		}
 	}
-	each(mb.inflight)
-	if mb.more != nil {
-		for _, seg := range mb.more.queued {
+	each(q.inflight)
+	if q.more != nil {
+		for _, seg := range q.more.queued {
 			each(seg)
 		}
 	}
-	each(mb.queue)
+	each(q.queue)
 	mb.mu.Unlock()
 	for _, t := range fire {
 		t.fire()
@@ -223,7 +258,7 @@ func (mb *mailbox) close() bool {
 func (mb *mailbox) closeIdle() bool {
 	mb.mu.Lock()
 	defer mb.mu.Unlock()
-	if mb.closed || mb.running || len(mb.queue) > 0 {
+	if mb.closed || mb.running || mb.queued() > 0 {
 		return false
 	}
 	mb.closed, mb.started, mb.running = true, true, true
@@ -234,11 +269,14 @@ func (mb *mailbox) closeIdle() bool {
 // taken, to go no further.
 func (mb *mailbox) discard() {
 	mb.mu.Lock()
-	dropped := batch{last: mb.queue}
-	if mb.more != nil {
-		dropped.full, mb.more.queued = mb.more.queued, nil
+	var dropped batch
+	if q := mb.q; q != nil {
+		dropped.last = q.queue
+		if q.more != nil {
+			dropped.full, q.more.queued = q.more.queued, nil
+		}
+		q.queue = nil
 	}
-	mb.queue = nil
 	mb.mu.Unlock()
 	for _, seg := range dropped.full {
 		for _, it := range seg {
@@ -254,9 +292,9 @@ func (mb *mailbox) discard() {
 func (mb *mailbox) depth() int {
 	mb.mu.Lock()
 	defer mb.mu.Unlock()
-	n := len(mb.queue)
-	if mb.more != nil {
-		for _, seg := range mb.more.queued {
+	n := mb.queued()
+	if mb.q != nil && mb.q.more != nil {
+		for _, seg := range mb.q.more.queued {
 			n += len(seg)
 		}
 	}

@@ -149,21 +149,19 @@ type answer struct {
 // is nil.
 func (c *conn) await(id, from string, st *stream) chan answer {
 	c.mu.Lock()
-	ch := c.spare
-	c.spare = nil
+	x := c.extraLocked()
+	ch := x.spare
+	x.spare = nil
 	if ch == nil {
 		ch = make(chan answer, 1)
 	}
-	if c.left.Load() {
+	if c.hasLeft() {
 		// The agent has left: no answer can come (see finish).
 		ch <- answer{err: removedWhileWaiting(from)}
 		c.mu.Unlock()
 		return ch
 	}
-	if c.pending == nil {
-		c.pending = &pendingSet{}
-	}
-	c.pending.put(pendingRequest{id: id, from: from, ch: ch, st: st})
+	x.pending.put(pendingRequest{id: id, from: from, ch: ch, st: st})
 	c.mu.Unlock()
 	// The response may come behind messages a space holds back until the
 	// agent takes them: take them all now, and all that come until forget.
@@ -177,14 +175,15 @@ func (c *conn) await(id, from string, st *stream) chan answer {
 func (c *conn) forget(id string, ch chan answer) {
 	c.waiting.Add(-1)
 	c.mu.Lock()
-	c.pending.take(id, "", ch)
+	x := c.extra.Load() // made by await
+	x.pending.take(id, "", ch)
 	// Nothing can reach ch any more (answer and FailRequests send under
 	// mu, to pending requests): keep it for the next Request, empty.
 	select {
 	case <-ch:
 	default:
 	}
-	c.spare = ch
+	x.spare = ch
 	c.mu.Unlock()
 }
 
@@ -204,7 +203,7 @@ func removedWhileWaiting(to string) error {
 func (c *conn) FailRequests(err error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.pending.drain(func(p pendingRequest) {
+	c.pendingLocked().drain(func(p pendingRequest) {
 		p.ch <- answer{err: err} // still pending, so nothing was sent on ch
 	})
 }
@@ -219,7 +218,7 @@ func (c *conn) answer(m *Message) bool {
 		return false
 	}
 	c.mu.Lock()
-	ch := c.pending.take(m.ParentID, m.From, nil)
+	ch := c.pendingLocked().take(m.ParentID, m.From, nil)
 	if ch != nil {
 		ch <- answer{m: m} // buffered for exactly this one answer
 	}

@@ -154,10 +154,11 @@ func (c *conn) serve(base context.Context, m *Message) (ctx *actionContext, end 
 func (c *conn) emitterOf(m *Message) *emitter {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.pending == nil || c.pending.streams == nil {
+	p := c.pendingLocked()
+	if p == nil || p.streams == nil {
 		return nil
 	}
-	for _, em := range c.pending.streams.serving {
+	for _, em := range p.streams.serving {
 		if em.msg == m {
 			return em
 		}
@@ -237,8 +238,8 @@ func (c *conn) cancelled(m *Message) {
 	}
 	var em *emitter
 	c.mu.Lock()
-	if c.pending != nil && c.pending.streams != nil {
-		for _, e := range c.pending.streams.serving {
+	if p := c.pendingLocked(); p != nil && p.streams != nil {
+		for _, e := range p.streams.serving {
 			if e.msg.ID == m.ParentID && e.msg.From == m.From {
 				em = e
 				break
@@ -248,7 +249,7 @@ func (c *conn) cancelled(m *Message) {
 	if em == nil {
 		// Queued, answered already, or never asked: only the first
 		// matters, and only serve can tell.
-		if !c.left.Load() {
+		if !c.hasLeft() {
 			c.streamsLocked().withdraw(m.From + "\x00" + m.ParentID)
 		}
 		c.mu.Unlock()
@@ -324,7 +325,7 @@ func (s *stream) take() (*Message, error) {
 //go:noinline
 func (c *conn) part(m *Message) {
 	c.mu.Lock()
-	p, ok := c.pending.find(m.ParentID, m.From)
+	p, ok := c.pendingLocked().find(m.ParentID, m.From)
 	if !ok || p.st == nil {
 		stray := c.strayLocked(m)
 		c.mu.Unlock()
@@ -360,7 +361,7 @@ func (st *streams) withdraw(k string) {
 // strayLocked reports whether m is the first stray part of its stream seen
 // lately, and notes it.
 func (c *conn) strayLocked(m *Message) bool {
-	if c.left.Load() {
+	if c.hasLeft() {
 		return false
 	}
 	st := c.streamsLocked()
@@ -378,13 +379,11 @@ func (c *conn) strayLocked(m *Message) bool {
 // streamsLocked returns the agent's streams, made on first use; c.mu is
 // held.
 func (c *conn) streamsLocked() *streams {
-	if c.pending == nil {
-		c.pending = &pendingSet{}
+	p := &c.extraLocked().pending
+	if p.streams == nil {
+		p.streams = new(streams)
 	}
-	if c.pending.streams == nil {
-		c.pending.streams = new(streams)
-	}
-	return c.pending.streams
+	return p.streams
 }
 
 // cancelTimeout bounds the sending of a [cancel].

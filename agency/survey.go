@@ -116,14 +116,15 @@ func Survey(ctx context.Context, a *Agent, opts ...SurveyOption) (map[string]map
 	a.carryTrace(ctx, m)
 	col := &collector{wake: make(chan struct{}, 1)}
 	c.mu.Lock()
-	if c.surveys == nil {
-		c.surveys = make(map[string]*collector)
+	x := c.extraLocked()
+	if x.surveys == nil {
+		x.surveys = make(map[string]*collector)
 	}
-	c.surveys[m.ID] = col
+	x.surveys[m.ID] = col
 	c.mu.Unlock()
 	defer func() {
 		c.mu.Lock()
-		delete(c.surveys, m.ID)
+		delete(x.surveys, m.ID)
 		c.mu.Unlock()
 	}()
 	c.waiting.Add(1) // a pacing space holds nothing back meanwhile
@@ -232,8 +233,11 @@ func (c *conn) collect(m *Message) bool {
 	if !strings.HasSuffix(m.ParentID, surveySuffix) {
 		return false
 	}
+	var col *collector
 	c.mu.Lock()
-	col := c.surveys[m.ParentID]
+	if x := c.extra.Load(); x != nil {
+		col = x.surveys[m.ParentID]
+	}
 	c.mu.Unlock()
 	if col != nil {
 		col.add(m)
