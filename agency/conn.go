@@ -18,34 +18,33 @@ type conn struct {
 	agent  *Agent
 	router router
 
-	// What an idle agent holds is kept small (88 bytes, in an order
+	// What an idle agent holds is kept small (72 bytes, in an order
 	// that leaves no padding): no goroutine (one is started when a
 	// message arrives to an empty queue, and returns once the queue is
 	// empty again), and the queue, the channels, the handlers' context,
 	// the Requests and what only Concurrency(n) needs are made when first
-	// needed.
-	mu        sync.Mutex              // guards extra's fields (but base), and stopped and finished
-	extra     atomic.Pointer[extra]   // made under mu when first needed, then kept; read without mu for base
-	closing   atomic.Pointer[closing] // made when the agent starts to leave
-	deliverFn func()                  // c.deliver, made once: a method value allocates
-	state     atomic.Uint32           // the flags below
-	waiting   atomic.Int32            // Requests and Surveys under way
-
-	mb mailbox
+	// needed. The conn's flags are in its mailbox's word (see is).
+	extra   atomic.Pointer[extra]   // made under mu when first needed, then kept; read without mu for base and waiting
+	closing atomic.Pointer[closing] // made when the agent starts to leave
+	mu      sync.Mutex              // guards extra's fields (but base and waiting), and stopped and finished
+	mb      mailbox
 }
 
-// The flags of conn.state. taken and left are read without mu; stopped
-// and finished are written and read under mu (atomically, as they share
-// the word with the others).
+// The conn's flags, in mailbox.state above the mailbox's own. taken and
+// left are read without mu; stopped and finished are written and read
+// under mu.
 const (
-	stateTaken    = 1 << iota // on an agent's own conn (Agent.first): a connect has taken it
-	stateLeft                 // what closing gone says
-	stateStopped              // the handlers' context is cancelled, or will be made so
-	stateFinished             // done's state
+	stateTaken    = (mbFlags + 1) << iota // on an agent's own conn (Agent.first): a connect has taken it
+	stateLeft                             // what closing gone says
+	stateStopped                          // the handlers' context is cancelled, or will be made so
+	stateFinished                         // done's state
 )
 
 // is reports whether the flag f is set.
-func (c *conn) is(f uint32) bool { return c.state.Load()&f != 0 }
+func (c *conn) is(f uint32) bool { return c.mb.state.Load()&f != 0 }
+
+// set sets the flag f.
+func (c *conn) set(f uint32) { c.mb.state.Or(f) }
 
 // hasLeft reports whether the agent has left for good (see finish).
 func (c *conn) hasLeft() bool { return c.is(stateLeft) }
@@ -55,6 +54,7 @@ func (c *conn) hasLeft() bool { return c.is(stateLeft) }
 // wait on their context. Guarded by conn.mu, but for base.
 type extra struct {
 	base    atomic.Pointer[baseCtx] // what cancels the handlers' context, made when one waits on it
+	waiting atomic.Int32            // Requests and Surveys under way
 	gone    chan struct{}           // closed once the agent has left for good
 	pending pendingSet              // the Requests waiting for their response
 	surveys map[string]*collector   // survey id → its collector, while Survey runs
@@ -130,11 +130,11 @@ func connect(a *Agent, r router) (*conn, error) {
 // has taken it already.
 func (c *conn) take() bool {
 	for {
-		old := c.state.Load()
+		old := c.mb.state.Load()
 		if old&stateTaken != 0 {
 			return false
 		}
-		if c.state.CompareAndSwap(old, old|stateTaken) {
+		if c.mb.state.CompareAndSwap(old, old|stateTaken) {
 			return true
 		}
 	}
@@ -151,10 +151,18 @@ func (c *conn) start() {
 // spawn starts the delivery goroutine. The mailbox lets one caller at a
 // time do so (put, start and close hand the turn over under its lock).
 func (c *conn) spawn() {
-	if c.deliverFn == nil {
-		c.deliverFn = c.deliver
+	// The queues are there: a caller is given the turn for a message
+	// queued (which made them, under the lock that gave the turn), or for
+	// actions run beside (for messages that came).
+	q := c.mb.q
+	if q == nil {
+		go c.deliver() // never so, but safe
+		return
 	}
-	go c.deliverFn()
+	if q.deliverFn == nil {
+		q.deliverFn = c.deliver
+	}
+	go q.deliverFn()
 }
 
 // concurrent returns what Concurrency(n) needs, made on first use.
@@ -223,7 +231,7 @@ func (c *conn) doneChan() <-chan struct{} {
 func (c *conn) finish() {
 	c.stop()
 	c.mu.Lock()
-	c.state.Or(stateLeft)
+	c.set(stateLeft)
 	if x := c.extra.Load(); x != nil && x.gone != nil {
 		close(x.gone)
 	}
@@ -234,7 +242,7 @@ func (c *conn) finish() {
 	c.mu.Unlock()
 	c.agent.conn.CompareAndSwap(c, nil)
 	c.mu.Lock()
-	c.state.Or(stateFinished)
+	c.set(stateFinished)
 	if cl := c.closing.Load(); cl != nil && cl.done != nil {
 		close(cl.done)
 	}

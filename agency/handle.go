@@ -68,13 +68,20 @@ func (c *conn) DeliverFunc(m *Message, taken func()) error {
 	if run {
 		c.spawn()
 	}
-	if t != nil && c.waiting.Load() > 0 {
+	if t != nil && c.waitingNow() {
 		// The agent waits for a response: hold nothing back meanwhile.
 		// (await counts itself before it releases the queue, so that one
 		// of the two always sees the other.)
 		t.fire()
 	}
 	return nil
+}
+
+// waitingNow reports whether a Request or Survey of the agent is under
+// way.
+func (c *conn) waitingNow() bool {
+	x := c.extra.Load()
+	return x != nil && x.waiting.Load() > 0
 }
 
 // The cold paths of DeliverFunc (see handle).

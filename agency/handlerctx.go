@@ -84,7 +84,7 @@ func (h *handlersContext) String() string { return "agency.handlersContext" }
 // stop cancels the handlers' context.
 func (c *conn) stop() {
 	c.mu.Lock()
-	c.state.Or(stateStopped)
+	c.set(stateStopped)
 	if b := c.baseIfAny(); b != nil {
 		b.cancel()
 	}

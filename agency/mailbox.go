@@ -14,16 +14,26 @@ import (
 // doubling (while its sender waits on mu).
 //
 // The slices are in queues, made by the first message: an agent that
-// never gets one holds only the lock, the pointer and the flags (24
-// bytes).
+// never gets one holds only the lock, the pointer, the count of held items
+// and the flags (24 bytes).
 type mailbox struct {
-	mu      sync.Mutex
-	q       *queues      // made by the first put; guarded by mu
-	held    atomic.Int32 // items queued or in flight whose taker has not fired (a pacing space holds few)
-	closed  bool
-	started bool // arrivals start the delivery goroutine
-	running bool // the delivery goroutine is under way
+	mu   sync.Mutex
+	q    *queues      // made by the first put; guarded by mu, and never unmade
+	held atomic.Int32 // items queued or in flight whose taker has not fired (a pacing space holds few)
+	// state holds the mailbox's flags (mbClosed, mbStarted, mbRunning),
+	// which change only under mu, and, in the same word so that an idle
+	// agent stays small, its conn's (see conn.is). Every write is atomic,
+	// as those of the two may come at once.
+	state atomic.Uint32
 }
+
+// The mailbox's flags in mailbox.state.
+const (
+	mbClosed  = 1 << iota
+	mbStarted // arrivals start the delivery goroutine
+	mbRunning // the delivery goroutine is under way
+	mbFlags   = mbClosed | mbStarted | mbRunning
+)
 
 // queues is what a mailbox holds of its messages, once one has come.
 type queues struct {
@@ -35,6 +45,10 @@ type queues struct {
 	// first message costs one allocation, as when the queue was in the
 	// mailbox itself.
 	first [1]item
+	// deliverFn is conn.deliver, made once (a method value allocates)
+	// by the first caller given the delivery turn, which put has made
+	// the queues for; written by whoever has the turn.
+	deliverFn func()
 }
 
 // queues returns the mailbox's queues, made on first use; mu is held.
@@ -84,7 +98,8 @@ var segPool = sync.Pool{New: func() any { return new([segLen]item) }}
 // caller must start the delivery goroutine.
 func (mb *mailbox) put(it item) (ok, run bool) {
 	mb.mu.Lock()
-	if mb.closed {
+	st := mb.state.Load() // its mailbox flags hold while mu is held
+	if st&mbClosed != 0 {
 		mb.mu.Unlock()
 		return false, false
 	}
@@ -102,8 +117,9 @@ func (mb *mailbox) put(it item) (ok, run bool) {
 		q.queue = segPool.Get().(*[segLen]item)[:0]
 	}
 	q.queue = append(q.queue, it)
-	run = mb.started && !mb.running
-	mb.running = mb.running || run
+	if run = st&(mbStarted|mbRunning) == mbStarted; run {
+		mb.state.Or(mbRunning)
+	}
 	mb.mu.Unlock()
 	return true, run
 }
@@ -113,14 +129,15 @@ func (mb *mailbox) put(it item) (ok, run bool) {
 func (mb *mailbox) start() bool {
 	mb.mu.Lock()
 	defer mb.mu.Unlock()
-	if mb.started {
+	st := mb.state.Load()
+	if st&mbStarted != 0 {
 		return false
 	}
-	mb.started = true
-	if !mb.running && (mb.queued() > 0 || mb.closed) {
-		mb.running = true
+	if st&mbRunning == 0 && (mb.queued() > 0 || st&mbClosed != 0) {
+		mb.state.Or(mbStarted | mbRunning)
 		return true
 	}
+	mb.state.Or(mbStarted)
 	return false
 }
 
@@ -137,10 +154,10 @@ func (mb *mailbox) take(last bool, done batch, paced bool) (b batch, closed bool
 		mb.recycleLocked(done, paced)
 	}
 	if mb.queued() == 0 { // full segments come with a queue behind them
-		if !mb.closed && last {
-			mb.running = false
+		closed = mb.state.Load()&mbClosed != 0
+		if !closed && last {
+			mb.state.And(^uint32(mbRunning))
 		}
-		closed = mb.closed
 	} else {
 		q := mb.q
 		b = batch{last: q.queue}
@@ -243,12 +260,10 @@ func (mb *mailbox) release() {
 func (mb *mailbox) close() bool {
 	mb.mu.Lock()
 	defer mb.mu.Unlock()
-	mb.closed = true
-	mb.started = true // a conn closed before it was added still lets go
-	if mb.running {
+	// A conn closed before it was added still lets go: started too.
+	if mb.state.Or(mbClosed|mbStarted|mbRunning)&mbRunning != 0 {
 		return false
 	}
-	mb.running = true
 	return true
 }
 
@@ -258,10 +273,10 @@ func (mb *mailbox) close() bool {
 func (mb *mailbox) closeIdle() bool {
 	mb.mu.Lock()
 	defer mb.mu.Unlock()
-	if mb.closed || mb.running || mb.queued() > 0 {
+	if mb.state.Load()&(mbClosed|mbRunning) != 0 || mb.queued() > 0 {
 		return false
 	}
-	mb.closed, mb.started, mb.running = true, true, true
+	mb.state.Or(mbFlags)
 	return true
 }
 

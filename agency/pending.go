@@ -165,7 +165,7 @@ func (c *conn) await(id, from string, st *stream) chan answer {
 	c.mu.Unlock()
 	// The response may come behind messages a space holds back until the
 	// agent takes them: take them all now, and all that come until forget.
-	c.waiting.Add(1)
+	x.waiting.Add(1)
 	c.releaseHeld()
 	return ch
 }
@@ -173,9 +173,9 @@ func (c *conn) await(id, from string, st *stream) chan answer {
 // forget removes the request that await registered with ch, unless a later
 // request with the same id has taken its place.
 func (c *conn) forget(id string, ch chan answer) {
-	c.waiting.Add(-1)
-	c.mu.Lock()
 	x := c.extra.Load() // made by await
+	x.waiting.Add(-1)
+	c.mu.Lock()
 	x.pending.take(id, "", ch)
 	// Nothing can reach ch any more (answer and FailRequests send under
 	// mu, to pending requests): keep it for the next Request, empty.

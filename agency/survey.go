@@ -127,9 +127,9 @@ func Survey(ctx context.Context, a *Agent, opts ...SurveyOption) (map[string]map
 		delete(x.surveys, m.ID)
 		c.mu.Unlock()
 	}()
-	c.waiting.Add(1) // a pacing space holds nothing back meanwhile
+	x.waiting.Add(1) // a pacing space holds nothing back meanwhile
 	c.releaseHeld()
-	defer c.waiting.Add(-1)
+	defer x.waiting.Add(-1)
 
 	var expect map[string]bool // nil: the space cannot tell
 	if br, ok := c.router.(broadcastRouter); ok {
