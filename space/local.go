@@ -79,7 +79,7 @@ func (s *Local) Add(ctx context.Context, a *agency.Agent) error {
 		s.mu.Unlock()
 		return fmt.Errorf("%w: %q", ErrAgentExists, id)
 	}
-	r := &localRouter{s: s, a: a}
+	r := &localRouter{s: s}
 	if err := r.conn.Connect(a, r); err != nil {
 		s.mu.Unlock()
 		return err
@@ -130,10 +130,10 @@ func (s *Local) Close(ctx context.Context) error {
 	return err
 }
 
-// localRouter routes one agent's messages.
+// localRouter routes one agent's messages. It is 32 bytes, a size class:
+// the sender is reached through conn (see sender), not held here too.
 type localRouter struct {
 	s *Local
-	a *agency.Agent // the sender: its id, without a string header here, so that an idle agent stays as small with last as without
 	// last is the Conn of the agent last sent a message to: a sender that
 	// sends to one agent again and again, as most do (and an agent that
 	// answers one caller's requests), skips the space's lock and map. An
@@ -156,11 +156,14 @@ var (
 // Native reports true: every agent of a Local is an agency-go agent.
 func (r *localRouter) Native(string) bool { return true }
 
+// sender returns the agent whose messages r routes.
+func (r *localRouter) sender() *agency.Agent { return r.conn.Agent() }
+
 // RouteBroadcast delivers the broadcast m to every agent in the space and
 // returns the ids of those that took it in.
 func (r *localRouter) RouteBroadcast(_ context.Context, m *agency.Message) ([]string, error) {
-	if m.From != r.a.ID() {
-		return nil, fmt.Errorf("%w: %q sending as %q", agency.ErrForgedSender, r.a.ID(), m.From)
+	if m.From != r.sender().ID() {
+		return nil, fmt.Errorf("%w: %q sending as %q", agency.ErrForgedSender, r.sender().ID(), m.From)
 	}
 	if m.To != agency.Broadcast {
 		return nil, fmt.Errorf("%w: RouteBroadcast of a message to %q", agency.ErrMalformedMessage, m.To)
@@ -184,7 +187,7 @@ func (r *localRouter) RouteBroadcast(_ context.Context, m *agency.Message) ([]st
 }
 
 func (r *localRouter) Route(_ context.Context, m *agency.Message) error {
-	if m.From != r.a.ID() {
+	if m.From != r.sender().ID() {
 		return r.forged(m)
 	}
 	s := r.s
@@ -248,7 +251,7 @@ func (s *Local) checkSize(m *agency.Message) error {
 
 //go:noinline
 func (r *localRouter) forged(m *agency.Message) error {
-	return fmt.Errorf("%w: %q sending as %q", agency.ErrForgedSender, r.a.ID(), m.From)
+	return fmt.Errorf("%w: %q sending as %q", agency.ErrForgedSender, r.sender().ID(), m.From)
 }
 
 //go:noinline
