@@ -7,26 +7,32 @@ import (
 	"github.com/seed72275b23/agency-go/agency/driver"
 )
 
-// agentTable is space.Local's agents by id, laid out for the collector.
+// agentTable is space.Local's agents by id, laid out for the collector
+// and kept small: about 18 bytes an agent.
+//
 // A map[string]*driver.Conn holds two pointers per agent (the id's bytes
 // and the Conn), in the map's random order: marking a million agents
 // chases two million pointers to random places, a cache miss each. Here
-// the index from id to place holds no pointer (a hash of the id, and the
-// place), and the Conns are in a list, in the order they were added,
-// which the collector reads in order, as it reads the agents they point
-// to, made in that order too. The list grows by chunks, so that a growing
-// space never copies it. Its zero value is not ready: see newAgentTable.
-// Guarded by Local.mu, but for seed and mask, which never change: hash is
-// called without it.
+// the Conns are in a list, in the order they were added, which the
+// collector reads in order, as it reads the agents they point to, made in
+// that order too; the list grows by chunks, so that a growing space never
+// copies it. The index from id to place holds no pointer: it is an
+// open-addressed table (linear probing) of 32-bit slots, each the place
+// plus one in its low bits (0: empty) and, above them, some bits of the
+// id's hash as a tag, so that a lookup reads an agent's id (through the
+// list) only where the tag matches. Ids whose hashes collide, even all of
+// them, are told apart by their ids. Its zero value is not ready: see
+// newAgentTable. Guarded by Local.mu, but for seed and mask, which never
+// change: hash is called without it.
 type agentTable struct {
 	seed maphash.Seed
 	// mask is and-ed with each hash: all ones, but for the tests that
 	// make ids collide.
 	mask uint64
-	// index maps the hash of an id to the id's place in the list; an id
-	// whose hash another id already has goes in others instead.
-	index  map[uint64]int32
-	others map[string]int32
+	// index has a power of two slots, at most three quarters of them
+	// taken; a slot's low bits (as many as index's length has, less
+	// one) hold a place plus one, which n keeps under that bound.
+	index []uint32
 	// chunks is the list of the agents' Conns, nil where an agent was
 	// removed; every chunk but the last is full, chunkLen long.
 	chunks [][]*driver.Conn
@@ -37,13 +43,16 @@ type agentTable struct {
 // chunkLen is the length of a full chunk of the list: 8 KiB of pointers.
 const chunkLen = 1024
 
+// minIndex is the number of slots of an empty space's index.
+const minIndex = 8
+
 func newAgentTable() agentTable {
-	return agentTable{seed: maphash.MakeSeed(), mask: ^uint64(0), index: make(map[uint64]int32)}
+	return agentTable{seed: maphash.MakeSeed(), mask: ^uint64(0), index: make([]uint32, minIndex)}
 }
 
 // reset removes every agent.
 func (t *agentTable) reset() {
-	t.index, t.others, t.chunks, t.free, t.n = make(map[uint64]int32), nil, nil, nil, 0
+	t.index, t.chunks, t.free, t.n = make([]uint32, minIndex), nil, nil, 0
 }
 
 // hash returns the hash of id that find, get, insert and remove take.
@@ -72,16 +81,36 @@ func (t *agentTable) all() iter.Seq[*driver.Conn] {
 	}
 }
 
+// low returns the mask of a slot's place bits, which is also that of a
+// hash's home slot.
+func (t *agentTable) low() uint32 { return uint32(len(t.index) - 1) }
+
+// tag returns the tag that h's slots have above their place bits: bits
+// of h's upper half, the home slot being taken from its lower half.
+func (t *agentTable) tag(h uint64) uint32 { return uint32(h>>32) &^ t.low() }
+
+// lookup returns the slot of the agent with the given id and hash h, or
+// the empty slot where its probe ended.
+func (t *agentTable) lookup(h uint64, id string) (slot uint32, found bool) {
+	low, tag := t.low(), t.tag(h)
+	for j := uint32(h) & low; ; j = (j + 1) & low {
+		e := t.index[j]
+		if e == 0 {
+			return j, false
+		}
+		if e&^low == tag && (*t.at(int32(e&low) - 1)).Agent().ID() == id {
+			return j, true
+		}
+	}
+}
+
 // find returns the place of the agent with the given id and hash h.
 func (t *agentTable) find(h uint64, id string) (int32, bool) {
-	if i, ok := t.index[h]; ok && (*t.at(i)).Agent().ID() == id {
-		return i, true
+	j, ok := t.lookup(h, id)
+	if !ok {
+		return 0, false
 	}
-	if len(t.others) > 0 {
-		i, ok := t.others[id]
-		return i, ok
-	}
-	return 0, false
+	return int32(t.index[j]&t.low()) - 1, true
 }
 
 // get returns the Conn of the agent with the given id and hash h.
@@ -101,6 +130,9 @@ func (t *agentTable) insert(h uint64, c *driver.Conn) {
 		t.free = t.free[:n-1]
 		*t.at(i) = c
 	} else {
+		if int(t.n+1)*4 > len(t.index)*3 {
+			t.grow()
+		}
 		i = t.n
 		t.n++
 		last := len(t.chunks) - 1
@@ -116,27 +148,52 @@ func (t *agentTable) insert(h uint64, c *driver.Conn) {
 		}
 		t.chunks[last] = append(t.chunks[last], c)
 	}
-	if _, taken := t.index[h]; !taken {
-		t.index[h] = i
-		return
+	t.place(h, i)
+}
+
+// place puts the place i, of an agent whose id has hash h, in the index.
+func (t *agentTable) place(h uint64, i int32) {
+	low := t.low()
+	j := uint32(h) & low
+	for t.index[j] != 0 {
+		j = (j + 1) & low
 	}
-	if t.others == nil {
-		t.others = make(map[string]int32)
+	t.index[j] = t.tag(h) | uint32(i+1)
+}
+
+// grow doubles the index, reading each agent's id through the list, in
+// the list's order, to hash it again.
+func (t *agentTable) grow() {
+	t.index = make([]uint32, 2*len(t.index))
+	for i := range t.n {
+		if c := *t.at(i); c != nil {
+			t.place(t.hash(c.Agent().ID()), i)
+		}
 	}
-	t.others[c.Agent().ID()] = i
 }
 
 // remove takes c out, if it is there; h is the hash of its agent's id.
 func (t *agentTable) remove(h uint64, c *driver.Conn) {
-	id := c.Agent().ID()
-	i, ok := t.find(h, id)
-	if !ok || *t.at(i) != c {
+	j, ok := t.lookup(h, c.Agent().ID())
+	low := t.low()
+	if !ok {
 		return
 	}
-	if j, ok := t.index[h]; ok && j == i {
-		delete(t.index, h)
-	} else {
-		delete(t.others, id)
+	i := int32(t.index[j]&low) - 1
+	if *t.at(i) != c {
+		return
+	}
+	// Empty j, and move back into the gap each later slot of the run
+	// that its probe passes through j to reach (its home is not in
+	// (j, k], cyclically), so that no probe stops short of its slot.
+	t.index[j] = 0
+	for k := (j + 1) & low; t.index[k] != 0; k = (k + 1) & low {
+		e := t.index[k]
+		home := uint32(t.hash((*t.at(int32(e&low) - 1)).Agent().ID())) & low
+		if (k-home)&low >= (k-j)&low {
+			t.index[j], t.index[k] = e, 0
+			j = k
+		}
 	}
 	*t.at(i) = nil
 	if t.len() == 1 {
