@@ -4,6 +4,7 @@ package space_test
 
 import (
 	"context"
+	"runtime"
 	"strconv"
 	"testing"
 
@@ -80,5 +81,53 @@ func TestAllocsPerAgent(t *testing.T) {
 				t.Errorf("%.0f allocations, over the budget of %.0f", got, c.budget)
 			}
 		})
+	}
+}
+
+// budgetIdleBytes is what an idle agent with one action holds in
+// space.Local, its id aside: the agent with its action and connection in
+// place (160 bytes), its router (32) and its place in the space's table
+// (about 15 bytes at the number of agents measured here). With an id of
+// 16 bytes, bench's IdleAgent (100,000 agents) comes to about 228 bytes,
+// under the 256 wanted; a million agents to under 256 MiB resident.
+const budgetIdleBytes = 216
+
+// TestBytesPerIdleAgent holds the live heap of agents added to
+// space.Local and never sent a message to its budget, measured over many
+// agents so that the space's table counts what it costs an agent.
+func TestBytesPerIdleAgent(t *testing.T) {
+	const n = 20000
+	ctx := context.Background()
+	handler := func(context.Context, tickArgs) (struct{}, error) { return struct{}{}, nil }
+	ids := make([]string, n)
+	for i := range ids {
+		ids[i] = "agent-" + strconv.Itoa(i)
+	}
+	live := func() uint64 {
+		var ms runtime.MemStats
+		runtime.GC()
+		runtime.GC()
+		runtime.ReadMemStats(&ms)
+		return ms.HeapAlloc
+	}
+	before := live()
+	sp := space.NewLocal()
+	for _, id := range ids {
+		a := agency.MustNewAgent(id)
+		agency.Handle(a, "tick", handler)
+		if err := sp.Add(ctx, a); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// HeapAlloc counts what other goroutines of the test binary hold too:
+	// over this many agents, a few KiB of theirs is a fraction of a byte.
+	perAgent := float64(int64(live())-int64(before)) / n
+	runtime.KeepAlive(ids)
+	t.Logf("%.1f bytes an idle agent (budget %d)", perAgent, budgetIdleBytes)
+	if perAgent > budgetIdleBytes {
+		t.Errorf("%.1f bytes an idle agent, over the budget of %d", perAgent, budgetIdleBytes)
+	}
+	if err := sp.Close(ctx); err != nil {
+		t.Fatal(err)
 	}
 }
