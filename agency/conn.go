@@ -23,28 +23,27 @@ type conn struct {
 	// message arrives to an empty queue, and returns once the queue is
 	// empty again), and the queue, the channels, the handlers' context,
 	// the Requests and what only Concurrency(n) needs are made when first
-	// needed. The conn's flags are in its mailbox's word (see is).
+	// needed. The conn's flags are in its mailbox (see is).
 	extra   atomic.Pointer[extra]   // made under mu when first needed, then kept; read without mu for base and waiting
 	closing atomic.Pointer[closing] // made when the agent starts to leave
 	mu      sync.Mutex              // guards extra's fields (but base and waiting), and stopped and finished
 	mb      mailbox
 }
 
-// The conn's flags, in mailbox.state above the mailbox's own. taken and
-// left are read without mu; stopped and finished are written and read
-// under mu.
+// The conn's flags, in mailbox.connFlags. taken and left are read
+// without mu; stopped and finished are written and read under mu.
 const (
-	stateTaken    = (mbFlags + 1) << iota // on an agent's own conn (Agent.first): a connect has taken it
-	stateLeft                             // what closing gone says
-	stateStopped                          // the handlers' context is cancelled, or will be made so
-	stateFinished                         // done's state
+	stateTaken    = 1 << iota // on an agent's own conn (Agent.first): a connect has taken it
+	stateLeft                 // what closing gone says
+	stateStopped              // the handlers' context is cancelled, or will be made so
+	stateFinished             // done's state
 )
 
 // is reports whether the flag f is set.
-func (c *conn) is(f uint32) bool { return c.mb.state.Load()&f != 0 }
+func (c *conn) is(f uint32) bool { return c.mb.connFlags.Load()&f != 0 }
 
 // set sets the flag f.
-func (c *conn) set(f uint32) { c.mb.state.Or(f) }
+func (c *conn) set(f uint32) { c.mb.connFlags.Or(f) }
 
 // hasLeft reports whether the agent has left for good (see finish).
 func (c *conn) hasLeft() bool { return c.is(stateLeft) }
@@ -130,11 +129,11 @@ func connect(a *Agent, r router) (*conn, error) {
 // has taken it already.
 func (c *conn) take() bool {
 	for {
-		old := c.mb.state.Load()
+		old := c.mb.connFlags.Load()
 		if old&stateTaken != 0 {
 			return false
 		}
-		if c.mb.state.CompareAndSwap(old, old|stateTaken) {
+		if c.mb.connFlags.CompareAndSwap(old, old|stateTaken) {
 			return true
 		}
 	}
@@ -154,7 +153,7 @@ func (c *conn) spawn() {
 	// The queues are there: a caller is given the turn for a message
 	// queued (which made them, under the lock that gave the turn), or for
 	// actions run beside (for messages that came).
-	q := c.mb.q
+	q := c.mb.q.Load()
 	if q == nil {
 		go c.deliver() // never so, but safe
 		return

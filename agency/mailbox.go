@@ -14,26 +14,21 @@ import (
 // doubling (while its sender waits on mu).
 //
 // The slices are in queues, made by the first message: an agent that
-// never gets one holds only the lock, the pointer, the count of held items
-// and the flags (24 bytes).
+// never gets one holds only the lock, the pointer and the flags (24
+// bytes).
 type mailbox struct {
-	mu   sync.Mutex
-	q    *queues      // made by the first put; guarded by mu, and never unmade
-	held atomic.Int32 // items queued or in flight whose taker has not fired (a pacing space holds few)
-	// state holds the mailbox's flags (mbClosed, mbStarted, mbRunning),
-	// which change only under mu, and, in the same word so that an idle
-	// agent stays small, its conn's (see conn.is). Every write is atomic,
-	// as those of the two may come at once.
-	state atomic.Uint32
+	mu      sync.Mutex
+	q       atomic.Pointer[queues] // made by the first put, under mu, and never unmade; read without mu for held
+	closed  bool
+	started bool // arrivals start the delivery goroutine
+	running bool // the delivery goroutine is under way
+	// connFlags are the flags of the conn whose mailbox this is (see
+	// conn.is), kept here, in the room the mailbox's own leave, so that
+	// an idle agent stays in its size class. The mailbox's own are plain,
+	// guarded by mu: delivery sets and clears running without an atomic
+	// instruction.
+	connFlags atomic.Uint32
 }
-
-// The mailbox's flags in mailbox.state.
-const (
-	mbClosed  = 1 << iota
-	mbStarted // arrivals start the delivery goroutine
-	mbRunning // the delivery goroutine is under way
-	mbFlags   = mbClosed | mbStarted | mbRunning
-)
 
 // queues is what a mailbox holds of its messages, once one has come.
 type queues struct {
@@ -49,24 +44,27 @@ type queues struct {
 	// by the first caller given the delivery turn, which put has made
 	// the queues for; written by whoever has the turn.
 	deliverFn func()
+	held      atomic.Int64 // items queued or in flight whose taker has not fired
 }
 
 // queues returns the mailbox's queues, made on first use; mu is held.
 func (mb *mailbox) queues() *queues {
-	if mb.q == nil {
-		mb.q = new(queues)
-		mb.q.queue = mb.q.first[:0]
+	q := mb.q.Load()
+	if q == nil {
+		q = new(queues)
+		q.queue = q.first[:0]
+		mb.q.Store(q)
 	}
-	return mb.q
+	return q
 }
 
 // queued returns the number of items queued and not yet taken but those
 // in full segments; mu is held.
 func (mb *mailbox) queued() int {
-	if mb.q == nil {
-		return 0
+	if q := mb.q.Load(); q != nil {
+		return len(q.queue)
 	}
-	return len(mb.q.queue)
+	return 0
 }
 
 // item is a queued message and, from a space that paces delivery, what to
@@ -98,17 +96,16 @@ var segPool = sync.Pool{New: func() any { return new([segLen]item) }}
 // caller must start the delivery goroutine.
 func (mb *mailbox) put(it item) (ok, run bool) {
 	mb.mu.Lock()
-	st := mb.state.Load() // its mailbox flags hold while mu is held
-	if st&mbClosed != 0 {
+	if mb.closed {
 		mb.mu.Unlock()
 		return false, false
 	}
-	if it.taken != nil {
-		mb.held.Add(1)
-		f := it.taken.f
-		it.taken.f = func() { mb.held.Add(-1); f() }
-	}
 	q := mb.queues()
+	if it.taken != nil {
+		q.held.Add(1)
+		f := it.taken.f
+		it.taken.f = func() { q.held.Add(-1); f() }
+	}
 	if len(q.queue) >= segLen {
 		if q.more == nil {
 			q.more = new(overflow)
@@ -117,9 +114,8 @@ func (mb *mailbox) put(it item) (ok, run bool) {
 		q.queue = segPool.Get().(*[segLen]item)[:0]
 	}
 	q.queue = append(q.queue, it)
-	if run = st&(mbStarted|mbRunning) == mbStarted; run {
-		mb.state.Or(mbRunning)
-	}
+	run = mb.started && !mb.running
+	mb.running = mb.running || run
 	mb.mu.Unlock()
 	return true, run
 }
@@ -129,15 +125,14 @@ func (mb *mailbox) put(it item) (ok, run bool) {
 func (mb *mailbox) start() bool {
 	mb.mu.Lock()
 	defer mb.mu.Unlock()
-	st := mb.state.Load()
-	if st&mbStarted != 0 {
+	if mb.started {
 		return false
 	}
-	if st&mbRunning == 0 && (mb.queued() > 0 || st&mbClosed != 0) {
-		mb.state.Or(mbStarted | mbRunning)
+	mb.started = true
+	if !mb.running && (mb.queued() > 0 || mb.closed) {
+		mb.running = true
 		return true
 	}
-	mb.state.Or(mbStarted)
 	return false
 }
 
@@ -154,12 +149,12 @@ func (mb *mailbox) take(last bool, done batch, paced bool) (b batch, closed bool
 		mb.recycleLocked(done, paced)
 	}
 	if mb.queued() == 0 { // full segments come with a queue behind them
-		closed = mb.state.Load()&mbClosed != 0
-		if !closed && last {
-			mb.state.And(^uint32(mbRunning))
+		if !mb.closed && last {
+			mb.running = false
 		}
+		closed = mb.closed
 	} else {
-		q := mb.q
+		q := mb.q.Load()
 		b = batch{last: q.queue}
 		if q.more != nil {
 			b.full = q.more.queued
@@ -178,7 +173,7 @@ func (mb *mailbox) take(last bool, done batch, paced bool) (b batch, closed bool
 // recycleLocked takes back a handled batch's last segment for reuse, and
 // lets the takers of its items go; mu is held.
 func (mb *mailbox) recycleLocked(b batch, paced bool) {
-	q := mb.q // there since the batch was taken
+	q := mb.q.Load() // there since the batch was taken
 	q.inflight = nil
 	if q.more != nil {
 		q.more.inflight = nil
@@ -212,7 +207,7 @@ func recycleSegments(full [][]item, paced bool) {
 // not started: queued, in the batch under way, or waiting behind an
 // earlier message of its Sequence.
 func (c *conn) releaseHeld() {
-	if c.mb.held.Load() == 0 {
+	if !c.mb.holds() {
 		return
 	}
 	c.mb.release()
@@ -221,13 +216,20 @@ func (c *conn) releaseHeld() {
 	}
 }
 
+// holds reports whether some item queued or in flight has a taker that
+// has not fired.
+func (mb *mailbox) holds() bool {
+	q := mb.q.Load()
+	return q != nil && q.held.Load() != 0
+}
+
 // release fires the taker of every message queued or in flight.
 func (mb *mailbox) release() {
-	if mb.held.Load() == 0 {
+	if !mb.holds() {
 		return // a space that does not pace delivery never pays for this
 	}
 	mb.mu.Lock()
-	q := mb.q // made by the put that counted the first held item
+	q := mb.q.Load() // made by the put that counted the first held item
 	var fire []*taker
 	each := func(list []item) {
 		for i := range list {
@@ -260,10 +262,12 @@ func (mb *mailbox) release() {
 func (mb *mailbox) close() bool {
 	mb.mu.Lock()
 	defer mb.mu.Unlock()
-	// A conn closed before it was added still lets go: started too.
-	if mb.state.Or(mbClosed|mbStarted|mbRunning)&mbRunning != 0 {
+	mb.closed = true
+	mb.started = true // a conn closed before it was added still lets go
+	if mb.running {
 		return false
 	}
+	mb.running = true
 	return true
 }
 
@@ -273,10 +277,10 @@ func (mb *mailbox) close() bool {
 func (mb *mailbox) closeIdle() bool {
 	mb.mu.Lock()
 	defer mb.mu.Unlock()
-	if mb.state.Load()&(mbClosed|mbRunning) != 0 || mb.queued() > 0 {
+	if mb.closed || mb.running || mb.queued() > 0 {
 		return false
 	}
-	mb.state.Or(mbFlags)
+	mb.closed, mb.started, mb.running = true, true, true
 	return true
 }
 
@@ -285,7 +289,7 @@ func (mb *mailbox) closeIdle() bool {
 func (mb *mailbox) discard() {
 	mb.mu.Lock()
 	var dropped batch
-	if q := mb.q; q != nil {
+	if q := mb.q.Load(); q != nil {
 		dropped.last = q.queue
 		if q.more != nil {
 			dropped.full, q.more.queued = q.more.queued, nil
@@ -308,8 +312,8 @@ func (mb *mailbox) depth() int {
 	mb.mu.Lock()
 	defer mb.mu.Unlock()
 	n := mb.queued()
-	if mb.q != nil && mb.q.more != nil {
-		for _, seg := range mb.q.more.queued {
+	if q := mb.q.Load(); q != nil && q.more != nil {
+		for _, seg := range q.more.queued {
 			n += len(seg)
 		}
 	}

@@ -54,7 +54,7 @@ func TestMailboxLongBurst(t *testing.T) {
 	if got := fired.Load(); got != n {
 		t.Fatalf("discard fired %d takers of %d", got, n)
 	}
-	if b, _ := mb.take(true, batch{}, false); b.last != nil || b.full != nil || mb.q.more != nil && mb.q.more.queued != nil {
+	if b, _ := mb.take(true, batch{}, false); b.last != nil || b.full != nil || mb.q.Load().more != nil && mb.q.Load().more.queued != nil {
 		t.Fatal("items left after discard")
 	}
 }
