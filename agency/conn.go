@@ -50,7 +50,7 @@ func (c *conn) hasLeft() bool { return c.is(stateLeft) }
 
 // extra is what only some agents need: those that make Requests or
 // Surveys, serve streams, run several actions at once or whose handlers
-// wait on their context. Guarded by conn.mu, but for base.
+// wait on their context. Guarded by conn.mu, but for base and waiting.
 type extra struct {
 	base    atomic.Pointer[baseCtx] // what cancels the handlers' context, made when one waits on it
 	waiting atomic.Int32            // Requests and Surveys under way
@@ -155,7 +155,7 @@ func (c *conn) spawn() {
 	// actions run beside (for messages that came).
 	q := c.mb.q.Load()
 	if q == nil {
-		go c.deliver() // never so, but safe
+		go c.deliver() // not reached, by the above; were it, a goroutine costs an allocation more
 		return
 	}
 	if q.deliverFn == nil {
