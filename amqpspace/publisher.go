@@ -262,3 +262,28 @@ func (p *publisher) lostErr() error {
 	defer p.mu.Unlock()
 	return p.lost
 }
+
+// publishAlone publishes one mandatory message on a channel of its own,
+// opened for it on the session's publishing connection and closed once
+// the broker has answered: for a message the session's channel had
+// refused (see Space.sendAgain).
+func (sess *session) publishAlone(ctx context.Context, exchange, key string, msg amqp.Publishing, deadline time.Time) error {
+	ch, err := sess.pubConn.Channel()
+	if err == nil {
+		if err = ch.Confirm(false); err != nil {
+			_ = ch.Close()
+		}
+	}
+	if err != nil {
+		if sess.pubConn.IsClosed() {
+			return fmt.Errorf("%w: opening a channel: %v", ErrDisconnected, err)
+		}
+		return fmt.Errorf("%w: opening a channel: %v", ErrRejected, err)
+	}
+	var wg sync.WaitGroup
+	p := newPublisher(&wg, ch, sess.s.token, sess.s.cfg.PublishTimeout, sess.fail)
+	err = p.publish(ctx, exchange, key, true, msg, deadline)
+	_ = ch.Close() // its notifications close with it: the publisher's goroutines end
+	wg.Wait()
+	return err
+}

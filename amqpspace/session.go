@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	amqp "github.com/rabbitmq/amqp091-go"
@@ -627,6 +628,9 @@ func (s *Space) reconnect(n node) (*session, error) {
 	// can answer what waited for them while the others are.
 	s.sess.Store(sess)
 	s.sessMu.Unlock()
+	if h := testHookResubscribe.Load(); h != nil {
+		(*h)()
+	}
 
 	// Every agent reserved so far: one whose Add runs now either finishes
 	// on the old session (and is subscribed again here, once its Add lets
@@ -661,6 +665,10 @@ func (s *Space) reconnect(n node) (*session, error) {
 	}
 	return sess, nil
 }
+
+// testHookResubscribe, when set, runs after a reconnect has stored its
+// session and before it subscribes the agents again (export_test.go).
+var testHookResubscribe atomic.Pointer[func()]
 
 // resubscribeRounds is how often an agent refused as live elsewhere is
 // tried after a reconnect.

@@ -1,0 +1,228 @@
+package amqpspace_test
+
+import (
+	"errors"
+	"log/slog"
+
+	"context"
+	amqp "github.com/rabbitmq/amqp091-go"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/seed72275b23/agency-go/agency"
+	"github.com/seed72275b23/agency-go/amqpspace"
+)
+
+// A responder whose connection is lost between taking a request and
+// answering it still answers: the response, which could not be sent (or
+// not confirmed), goes again once the space has reconnected, while the
+// caller still waits. The request itself is not handled twice: the broker
+// delivers it again (its acknowledgement may have been lost), and the
+// space knows the agent has it. This is what a cluster node's death does
+// to the processes connected to it while the callers, on other nodes,
+// keep their connections (TestClusterNodeLoss).
+func TestResponseAfterReconnect(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		// cut loses the responder's connection from inside the action:
+		// the response cannot be sent (at once), or is sent but its
+		// confirmation cannot come (answers), and reaches the caller.
+		cut func(p *proxy, answered <-chan struct{})
+	}{
+		{"lost before sending", func(p *proxy, _ <-chan struct{}) { p.cut() }},
+		{"lost before the confirmation", func(p *proxy, answered <-chan struct{}) {
+			p.pauseAnswers()
+			go func() {
+				<-answered
+				p.cut()
+				p.resume()
+			}()
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			ex := testExchange(t)
+			proxy := newProxy(t, nil)
+			callerSp := newSpace(t, amqpspace.Config{Exchange: ex})
+			responderSp := newSpace(t, amqpspace.Config{URL: "amqp://guest:guest@" + proxy.addr + "/", Exchange: ex})
+
+			var calls atomic.Int32
+			answered := make(chan struct{})
+			responder := agency.MustNewAgent(randomName("Responder"))
+			agency.Handle(responder, "echo", func(_ context.Context, args echoArgs) (string, error) {
+				if calls.Add(1) == 1 && args.Text == "first" {
+					c.cut(proxy, answered)
+				}
+				return args.Text, nil
+			})
+			late := &lateResponses{}
+			caller := agency.MustNewAgent(randomName("Caller"), agency.Hooks(late))
+			addAll(t, responderSp, responder)
+			addAll(t, callerSp, caller)
+
+			ctx, cancel := context.WithTimeout(context.Background(), 3*wait)
+			defer cancel()
+			start := time.Now()
+			got, err := agency.Call[string](ctx, caller, responder.ID(), "echo", echoArgs{Text: "first"})
+			close(answered)
+			if err != nil || got != "first" {
+				t.Fatalf("the request whose responder lost its connection: %q, %v after %v; want its answer", got, err, time.Since(start).Round(time.Millisecond))
+			}
+			// A second request is handled once the first's response has
+			// gone (one action at a time), on the new connection: a copy
+			// of the first response sent again comes to the caller before
+			// its answer.
+			if got, err := agency.Call[string](ctx, caller, responder.ID(), "echo", echoArgs{Text: "second"}); err != nil || got != "second" {
+				t.Fatalf("a request after the reconnect: %q, %v", got, err)
+			}
+			if n := calls.Load(); n != 2 {
+				t.Errorf("the responder's action ran %d times for two requests", n)
+			}
+			if n := late.count(); n != 0 {
+				t.Errorf("the caller got %d responses to no waiting request (a response sent again was not recognised)", n)
+			}
+			if responderSp.Reconnects() == 0 {
+				t.Error("the responder's space did not reconnect: the test did not cut its connection")
+			}
+		})
+	}
+}
+
+// lateResponses counts the responses that reach an agent's hooks: those
+// that answer no waiting request.
+type lateResponses struct {
+	mu sync.Mutex
+	n  int
+}
+
+func (l *lateResponses) HandleActionValue(context.Context, *agency.Message) {
+	l.mu.Lock()
+	l.n++
+	l.mu.Unlock()
+}
+
+func (l *lateResponses) count() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.n
+}
+
+// A response the broker refuses goes again, on a channel of its own,
+// until it is taken: a quorum queue refuses what a channel sends it while
+// it elects a leader (a cluster node died), and RabbitMQ 3.10 was seen
+// refusing everything that channel sent it afterwards. Here the refusal
+// is a queue that takes nothing (x-max-length 0, reject-publish), the only
+// one bound for the caller's id until the caller's own queue is bound
+// again.
+func TestRefusedResponseSentAgain(t *testing.T) {
+	ex := testExchange(t)
+	logs := newLogRecorder()
+	callerSp := newSpace(t, amqpspace.Config{Exchange: ex})
+	responderSp := newSpace(t, amqpspace.Config{Exchange: ex, Logger: slog.New(logs)})
+	responder := newEcho()
+	late := &lateResponses{}
+	caller := agency.MustNewAgent(randomName("Caller"), agency.Hooks(late))
+	addAll(t, responderSp, responder)
+	addAll(t, callerSp, caller)
+
+	ch := bareChannel(t)
+	refuser := randomName("refuser")
+	if _, err := ch.QueueDeclare(refuser, false, true, false, false, amqp.Table{"x-max-length": 0, "x-overflow": "reject-publish"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := ch.QueueBind(refuser, caller.ID(), ex, false, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := ch.QueueUnbind(caller.ID(), caller.ID(), ex, nil); err != nil {
+		t.Fatal(err)
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), 3*wait)
+	defer cancel()
+	type result struct {
+		text string
+		err  error
+	}
+	done := make(chan result, 1)
+	go func() {
+		got, err := agency.Call[string](ctx, caller, responder.ID(), "echo", echoArgs{Text: "refused first"})
+		done <- result{got, err}
+	}()
+	logs.expect(t, "the broker refused a response")
+	// The caller's queue first: in between, the response goes to both
+	// queues and is refused again.
+	if err := ch.QueueBind(caller.ID(), caller.ID(), ex, false, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ch.QueueDelete(refuser, false, false, false); err != nil {
+		t.Fatal(err)
+	}
+	r := <-done
+	if r.err != nil || r.text != "refused first" {
+		t.Fatalf("a request whose response was refused once: %q, %v; want its answer", r.text, r.err)
+	}
+	if n := late.count(); n != 0 {
+		t.Errorf("the caller got %d responses to no waiting request", n)
+	}
+}
+
+// Without Durable, an agent's queue is transient and goes with the
+// cluster node it lived on; after a reconnect it is declared again, and
+// until then a Request of that agent fails at once (ErrDisconnected): its
+// answer would find no queue, and the caller would wait out its deadline.
+// Here the queue is deleted from outside, which makes the broker cancel
+// its consumer and the space reconnect, and the reconnect is held between
+// storing its session and subscribing the agent again.
+func TestRequestBeforeResubscribed(t *testing.T) {
+	ex := testExchange(t)
+	stored := make(chan struct{}, 1)
+	release := make(chan struct{})
+	var once sync.Once
+	amqpspace.HoldResubscribe(func() {
+		once.Do(func() {
+			stored <- struct{}{}
+			<-release
+		})
+	})
+	t.Cleanup(func() { amqpspace.HoldResubscribe(nil) })
+	releaseOnce := sync.OnceFunc(func() { close(release) })
+	t.Cleanup(releaseOnce)
+
+	responderSp := newSpace(t, amqpspace.Config{Exchange: ex})
+	callerSp := newSpace(t, amqpspace.Config{Exchange: ex})
+	responder := newEcho()
+	caller := agency.MustNewAgent(randomName("Caller"), agency.Hooks(&lateResponses{}))
+	addAll(t, responderSp, responder)
+	addAll(t, callerSp, caller)
+
+	if _, err := bareChannel(t).QueueDelete(caller.ID(), false, false, false); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-stored:
+	case <-time.After(wait):
+		t.Fatal("the caller's space did not reconnect after its agent's queue was deleted")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*wait)
+	defer cancel()
+	start := time.Now()
+	_, err := caller.Request(ctx, responder.ID(), "echo", echoArgs{Text: "too soon"})
+	if !errors.Is(err, amqpspace.ErrDisconnected) {
+		t.Errorf("a Request before its agent is subscribed again: %v after %v; want ErrDisconnected at once", err, time.Since(start).Round(time.Millisecond))
+	}
+	releaseOnce()
+	for {
+		got, err := agency.Call[string](ctx, caller, responder.ID(), "echo", echoArgs{Text: "after"})
+		if err == nil {
+			if got != "after" {
+				t.Fatalf("echo answered %q", got)
+			}
+			break
+		}
+		if !errors.Is(err, amqpspace.ErrDisconnected) || ctx.Err() != nil {
+			t.Fatalf("a Request once the agent is back: %v", err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
