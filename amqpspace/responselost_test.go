@@ -226,3 +226,59 @@ func TestRequestBeforeResubscribed(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// When the broker refuses a message to an agent, the Requests of the
+// process that wait for that agent's answer fail at once with
+// ErrUnconfirmed: the way to its queue is broken (RabbitMQ 3.10.8 was seen
+// confirming, without queueing it, the first message a channel sent a
+// quorum queue during its leader's election, and refusing the rest), and
+// the answer may never come. Here the refusal is a second queue bound for
+// the agent's id that takes nothing.
+func TestRefusalFailsWaitingRequests(t *testing.T) {
+	ex := testExchange(t)
+	callerSp := newSpace(t, amqpspace.Config{Exchange: ex})
+	responderSp := newSpace(t, amqpspace.Config{Exchange: ex})
+	release := make(chan struct{})
+	releaseOnce := sync.OnceFunc(func() { close(release) })
+	t.Cleanup(releaseOnce)
+	started := make(chan struct{}, 1)
+	slow := agency.MustNewAgent(randomName("Slow"))
+	agency.Handle(slow, "wait", func(context.Context, struct{}) (bool, error) {
+		started <- struct{}{}
+		<-release
+		return true, nil
+	})
+	caller := agency.MustNewAgent(randomName("Caller"), agency.Hooks(&lateResponses{}))
+	addAll(t, responderSp, slow)
+	addAll(t, callerSp, caller)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 3*wait)
+	defer cancel()
+	errs := make(chan error, 1)
+	go func() {
+		_, err := caller.Request(ctx, slow.ID(), "wait", nil)
+		errs <- err
+	}()
+	<-started // queued, delivered, and waiting for its answer
+
+	ch := bareChannel(t)
+	refuser := randomName("refuser")
+	if _, err := ch.QueueDeclare(refuser, false, true, false, false, amqp.Table{"x-max-length": 0, "x-overflow": "reject-publish"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := ch.QueueBind(refuser, slow.ID(), ex, false, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := caller.Send(ctx, slow.ID(), "wait", nil); !errors.Is(err, amqpspace.ErrRejected) {
+		t.Fatalf("a Send the broker refuses: %v, want ErrRejected", err)
+	}
+	select {
+	case err := <-errs:
+		if !errors.Is(err, amqpspace.ErrUnconfirmed) {
+			t.Errorf("the waiting Request: %v, want ErrUnconfirmed", err)
+		}
+	case <-time.After(wait):
+		t.Error("the waiting Request still waits after the broker refused a message to its recipient")
+	}
+	releaseOnce()
+}

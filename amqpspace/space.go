@@ -442,6 +442,9 @@ func (s *Space) send(ctx context.Context, m *agency.Message) error {
 	}
 	sess := s.sess.Load()
 	err = s.publish(ctx, sess, key, mandatory, msg, m)
+	if errors.Is(err, ErrRejected) && mandatory {
+		s.refusedTo(m.To)
+	}
 	if m.IsResponse() && (lostWith(sess, err) || errors.Is(err, ErrRejected)) {
 		err = s.sendAgain(ctx, sess, key, msg, m, err)
 	}
@@ -449,6 +452,24 @@ func (s *Space) send(ctx context.Context, m *agency.Message) error {
 		return fmt.Errorf("%w: %q", agency.ErrNoRecipient, m.To)
 	}
 	return err
+}
+
+// refusedTo fails at once the Requests of this process's agents that wait
+// for an answer from the agent with id to, after the broker refused a
+// message to it: the way to that agent's queue is broken. Its queue was on
+// a cluster node that died (without Durable, with what it held), or it is
+// a quorum queue whose leader died, and RabbitMQ 3.10.8 was seen to
+// confirm the first message a channel sent it during the election without
+// queueing it, then refuse all that channel sent it for many seconds. The
+// Requests fail with ErrUnconfirmed: they may or may not have been
+// delivered, and an answer may still come (to the agent's hooks). A queue
+// that refuses for being full (a max-length policy with reject-publish)
+// ends its callers' waits the same way.
+func (s *Space) refusedTo(to string) {
+	err := fmt.Errorf("%w: the broker refused a message to %q, so a request to it confirmed before may not have been queued", ErrUnconfirmed, to)
+	for _, mem := range s.members() {
+		mem.conn.FailRequestsTo(to, err)
+	}
 }
 
 // publish publishes m, encoded in msg, on sess.
