@@ -557,9 +557,10 @@ func (mem *member) check(d amqp.Delivery, broadcast bool) *agency.Message {
 	return m
 }
 
-// resent reports whether d is a response its sender published again after
-// losing its connection (see Space.sendAgain): the agent may have the first
-// copy.
+// resent reports whether d is a message its sender published again (an
+// answer lost with its connection or refused, see Space.sendAgain; one a
+// new channel had confirmed before a refusal, see
+// session.sendConfirmedAgain): the agent may have the first copy.
 func resent(d amqp.Delivery) bool {
 	v, _ := d.Headers[resentHeader].(bool)
 	return v

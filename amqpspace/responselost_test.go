@@ -282,3 +282,79 @@ func TestRefusalFailsWaitingRequests(t *testing.T) {
 	}
 	releaseOnce()
 }
+
+// A new channel sends again what the broker had confirmed to a queue when
+// the broker then refuses a message to that queue: RabbitMQ 3.10.8 was
+// seen to confirm, without queueing it, the first message a new channel
+// sent a quorum queue during its leader's election, and to refuse the
+// rest. Here the first message goes to a queue that drops it (x-max-length
+// 0, drop-head: confirmed, not kept), the second to one that refuses it;
+// once the agent's own queue is bound again, the first arrives.
+func TestRefusalSendsConfirmedAgain(t *testing.T) {
+	ex := testExchange(t)
+	logs := newLogRecorder()
+	senderSp := newSpace(t, amqpspace.Config{Exchange: ex, Logger: slog.New(logs)})
+	receiverSp := newSpace(t, amqpspace.Config{Exchange: ex})
+	var mu sync.Mutex
+	got := map[string]int{}
+	receiver := agency.MustNewAgent(randomName("Receiver"))
+	agency.Handle(receiver, "note", func(_ context.Context, args echoArgs) (bool, error) {
+		mu.Lock()
+		got[args.Text]++
+		mu.Unlock()
+		return true, nil
+	})
+	sender := agency.MustNewAgent(randomName("Sender"))
+	addAll(t, receiverSp, receiver)
+	addAll(t, senderSp, sender)
+
+	ch := bareChannel(t)
+	declare := func(overflow string) string {
+		q := randomName(overflow)
+		if _, err := ch.QueueDeclare(q, false, true, false, false, amqp.Table{"x-max-length": 0, "x-overflow": overflow}); err != nil {
+			t.Fatal(err)
+		}
+		if err := ch.QueueBind(q, receiver.ID(), ex, false, nil); err != nil {
+			t.Fatal(err)
+		}
+		return q
+	}
+	if err := ch.QueueUnbind(receiver.ID(), receiver.ID(), ex, nil); err != nil {
+		t.Fatal(err)
+	}
+	dropper := declare("drop-head")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*wait)
+	defer cancel()
+	if _, err := sender.Send(ctx, receiver.ID(), "note", echoArgs{Text: "first"}); err != nil {
+		t.Fatalf("the first message, which the broker confirms and drops: %v", err)
+	}
+	if _, err := ch.QueueDelete(dropper, false, false, false); err != nil {
+		t.Fatal(err)
+	}
+	refuser := declare("reject-publish")
+	if _, err := sender.Send(ctx, receiver.ID(), "note", echoArgs{Text: "second"}); !errors.Is(err, amqpspace.ErrRejected) {
+		t.Fatalf("the second message: %v, want ErrRejected", err)
+	}
+	logs.expect(t, "sending again what that channel had sent the same queue")
+	// The agent's queue first: in between, the copy goes to both and is
+	// refused again.
+	if err := ch.QueueBind(receiver.ID(), receiver.ID(), ex, false, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ch.QueueDelete(refuser, false, false, false); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		mu.Lock()
+		first := got["first"]
+		mu.Unlock()
+		if first > 0 {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatal("the message the broker confirmed and dropped never arrived")
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}

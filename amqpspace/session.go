@@ -181,7 +181,7 @@ func (s *Space) dial(n node) (*session, error) {
 		sess.wg.Wait()
 		return nil, err
 	}
-	pub := newPublisher(&sess.wg, ch, s.token, s.cfg.PublishTimeout, sess.fail)
+	pub := newPublisher(&sess.wg, ch, s.token, s.cfg.PublishTimeout, sess.fail, sess.sendConfirmedAgain)
 	sess.subMu.Lock() // fail reads it under the lock
 	sess.pub = pub
 	sess.subMu.Unlock()
