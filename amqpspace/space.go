@@ -27,13 +27,16 @@ var (
 	// for a message whose connection went before the broker confirmed it.
 	ErrDisconnected = errors.New("amqpspace: not connected to the broker")
 	// ErrRejected is returned when the broker refused a message (a
-	// negative confirmation, for example when a queue is over its limits).
+	// negative confirmation, for example when a queue is over its limits,
+	// or a quorum queue elects a leader): it was not queued.
 	ErrRejected = errors.New("amqpspace: the broker refused the message")
 	// ErrUnconfirmed is returned for a message that was handed to the
 	// broker but whose confirmation did not come: the sender's context
 	// ended first, or the connection was lost (the error then matches
 	// ErrDisconnected too). The message may or may not have been
-	// delivered; every other error of Send means it was not sent.
+	// delivered; every other error of Send means it was not sent. A
+	// Request waiting for its answer also ends with it when the broker
+	// refuses a later message to the same agent (see docs/amqp.md).
 	ErrUnconfirmed = errors.New("amqpspace: the broker has not confirmed the message; it may or may not have been delivered")
 	// ErrMessageTooLarge is returned for a message whose encoding exceeds
 	// Config.MaxMessageSize. It is agency.ErrMessageTooLarge, which every
