@@ -390,3 +390,63 @@ func (sess *session) sendConfirmedAgain(key string, msgs []amqp.Publishing) {
 		}
 	}
 }
+
+// sideEvery bounds how often a side channel that refuses a message is
+// replaced by a new one.
+const sideEvery = time.Second
+
+// publisherFor returns the publisher for a message with routing key key:
+// the session's, or, for a key it has had a message refused for, a side
+// channel's. RabbitMQ 3.10.8 was seen to make a new channel whose first
+// message to a quorum queue came while the queue elected a leader refuse
+// every later message to that queue, for as long as the channel lived
+// (16-20 s, and minutes); the side channel, opened after the refusal, and
+// replaced at most every sideEvery while it refuses too, gets round it.
+func (sess *session) publisherFor(key string) (*publisher, error) {
+	sess.sideMu.Lock()
+	defer sess.sideMu.Unlock()
+	if !sess.refused[key] {
+		return sess.pub, nil
+	}
+	if sess.side != nil {
+		return sess.side, nil
+	}
+	ch, err := sess.pubConn.Channel()
+	if err == nil {
+		if err = ch.Confirm(false); err != nil {
+			_ = ch.Close()
+		}
+	}
+	if err != nil {
+		if sess.pubConn.IsClosed() {
+			return nil, fmt.Errorf("%w: opening a channel: %v", ErrDisconnected, err)
+		}
+		return nil, fmt.Errorf("%w: opening a channel: %v", ErrRejected, err)
+	}
+	sess.subMu.Lock() // as in watch: no goroutine joins a session that has failed
+	defer sess.subMu.Unlock()
+	if !sess.alive() {
+		_ = ch.Close()
+		return nil, fmt.Errorf("%w: %v", ErrDisconnected, sess.err)
+	}
+	sess.side = newPublisher(&sess.wg, ch, sess.s.token, sess.s.cfg.PublishTimeout, sess.fail, sess.sendConfirmedAgain)
+	sess.sideAt = time.Now()
+	return sess.side, nil
+}
+
+// refusedOn notes that p refused a message with routing key key: later
+// ones go on the side channel, and a side channel that refuses is
+// replaced (at most every sideEvery), the old one closed once what it
+// carries has had time to be confirmed.
+func (sess *session) refusedOn(p *publisher, key string) {
+	sess.sideMu.Lock()
+	defer sess.sideMu.Unlock()
+	if sess.refused == nil {
+		sess.refused = make(map[string]bool)
+	}
+	sess.refused[key] = true
+	if p == sess.side && time.Since(sess.sideAt) >= sideEvery {
+		sess.side = nil
+		time.AfterFunc(sess.s.cfg.PublishTimeout, func() { _ = p.ch.Close() })
+	}
+}

@@ -358,3 +358,43 @@ func TestRefusalSendsConfirmedAgain(t *testing.T) {
 		}
 	}
 }
+
+// After the broker refuses a message to an agent, the space's messages to
+// that agent go on a side channel, opened for them and replaced while it
+// refuses: RabbitMQ 3.10.8 was seen to make a new channel whose first
+// message to a quorum queue came during its election refuse all it sent
+// that queue afterwards. Here the refusals stop when the queue that takes
+// nothing goes, and the messages flow again, to that agent and to others.
+func TestRefusedKeyGoesOnASideChannel(t *testing.T) {
+	ex := testExchange(t)
+	senderSp := newSpace(t, amqpspace.Config{Exchange: ex})
+	receiverSp := newSpace(t, amqpspace.Config{Exchange: ex})
+	receiver, other := newEcho(), newEcho()
+	sender := agency.MustNewAgent(randomName("Sender"), agency.Hooks(&lateResponses{}))
+	addAll(t, receiverSp, receiver, other)
+	addAll(t, senderSp, sender)
+
+	ch := bareChannel(t)
+	refuser := randomName("refuser")
+	if _, err := ch.QueueDeclare(refuser, false, true, false, false, amqp.Table{"x-max-length": 0, "x-overflow": "reject-publish"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := ch.QueueBind(refuser, receiver.ID(), ex, false, nil); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*wait)
+	defer cancel()
+	for i := range 3 { // the session's channel, then side channels
+		if _, err := sender.Request(ctx, receiver.ID(), "echo", echoArgs{Text: "refused"}); !errors.Is(err, amqpspace.ErrRejected) {
+			t.Fatalf("request %d to a queue that refuses: %v, want ErrRejected", i, err)
+		}
+	}
+	if _, err := ch.QueueDelete(refuser, false, false, false); err != nil {
+		t.Fatal(err)
+	}
+	for _, to := range []*agency.Agent{receiver, other, receiver} {
+		if got, err := agency.Call[string](ctx, sender, to.ID(), "echo", echoArgs{Text: "again"}); err != nil || got != "again" {
+			t.Fatalf("a request to %s once the refusals stop: %q, %v", to.ID(), got, err)
+		}
+	}
+}

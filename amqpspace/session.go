@@ -33,6 +33,14 @@ type session struct {
 	pubConn *amqp.Connection
 	pub     *publisher
 
+	// The routing keys the publishing channel has had a message refused
+	// for, whose messages go on a side channel from then on (see
+	// publisherFor).
+	sideMu  sync.Mutex
+	refused map[string]bool
+	side    *publisher // nil until needed, or after it refused a message
+	sideAt  time.Time  // when side was opened
+
 	subMu sync.Mutex
 	subs  []*consumerConn
 

@@ -480,7 +480,14 @@ func (s *Space) publish(ctx context.Context, sess *session, key string, mandator
 	if sess == nil {
 		return ErrDisconnected
 	}
-	err := sess.pub.publish(ctx, s.cfg.Exchange, key, mandatory, msg, m.Deadline)
+	p, err := sess.publisherFor(key)
+	if err != nil {
+		return err
+	}
+	err = p.publish(ctx, s.cfg.Exchange, key, mandatory, msg, m.Deadline)
+	if errors.Is(err, ErrRejected) && mandatory {
+		sess.refusedOn(p, key)
+	}
 	if errors.Is(err, agency.ErrNoRecipient) && m.IsResponse() {
 		// An agent that is leaving has unbound its id, but its running
 		// actions still wait for their answers: its queue is bound with
