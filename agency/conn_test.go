@@ -85,6 +85,48 @@ func TestConnFailRequests(t *testing.T) {
 	}
 }
 
+// FailRequestsTo ends the Requests waiting for one agent's responses, and
+// leaves those to another waiting; with more than fit in the short list
+// too.
+func TestConnFailRequestsTo(t *testing.T) {
+	for _, n := range []int{2, 40} {
+		a, c, sent := connectAsker(t, 2*n)
+		c.Added(context.Background())
+		lost := errors.New("the way to Broken is lost")
+		errs := map[string]chan error{"Broken": make(chan error, n), "Fine": make(chan error, n)}
+		for range n {
+			for to, ch := range errs {
+				go func() {
+					_, err := a.Request(callCtx(t), to, "ask", nil)
+					ch <- err
+				}()
+			}
+		}
+		reqs := map[string][]*agency.Message{}
+		for range 2 * n {
+			m := <-sent
+			reqs[m.To] = append(reqs[m.To], m)
+		}
+		c.FailRequestsTo("Broken", lost)
+		for range n {
+			if err := <-errs["Broken"]; !errors.Is(err, lost) {
+				t.Fatalf("%d requests: a Request to Broken after FailRequestsTo: %v, want the space's error", n, err)
+			}
+		}
+		for _, req := range reqs["Fine"] {
+			if err := c.Deliver(&agency.Message{To: "Asker", From: "Fine", ID: agency.NewID(), ParentID: req.ID, Action: agency.ResponseAction, Args: 1}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for range n {
+			if err := <-errs["Fine"]; err != nil {
+				t.Fatalf("%d requests: a Request to Fine after FailRequestsTo(Broken): %v, want its response", n, err)
+			}
+		}
+		_ = c.Close(context.Background())
+	}
+}
+
 // CloseAll takes every agent out as Close does: an idle one, one whose
 // BeforeRemove hook runs, one with messages queued (handled before it
 // leaves), and one closed before; afterwards each can join a space again.

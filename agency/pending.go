@@ -2,6 +2,7 @@ package agency
 
 import (
 	"fmt"
+	"slices"
 )
 
 // pendingRequest is a Request waiting for its first response.
@@ -135,6 +136,30 @@ func (s *pendingSet) drain(f func(pendingRequest)) {
 	s.byID = nil
 }
 
+// drainTo removes every request sent to the agent with id to, calling f
+// for each.
+func (s *pendingSet) drainTo(to string, f func(pendingRequest)) {
+	if s == nil {
+		return
+	}
+	s.list = slices.DeleteFunc(s.list, func(p pendingRequest) bool {
+		if p.from != to {
+			return false
+		}
+		f(p)
+		return true
+	})
+	for id, p := range s.byID {
+		if p.from == to {
+			f(p)
+			delete(s.byID, id)
+		}
+	}
+	if s.byID != nil && len(s.byID) == 0 {
+		s.byID = nil // back to the list
+	}
+}
+
 // answer ends a pending Request: its first response, or the error that
 // came instead (see FailRequests).
 type answer struct {
@@ -204,6 +229,16 @@ func (c *conn) FailRequests(err error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.pendingLocked().drain(func(p pendingRequest) {
+		p.ch <- answer{err: err} // still pending, so nothing was sent on ch
+	})
+}
+
+// FailRequestsTo is FailRequests for the Requests sent to the agent with
+// id to alone.
+func (c *conn) FailRequestsTo(to string, err error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.pending.drainTo(to, func(p pendingRequest) {
 		p.ch <- answer{err: err} // still pending, so nothing was sent on ch
 	})
 }

@@ -12,3 +12,13 @@ func FixNodeOrder() {
 		return out
 	}
 }
+
+// HoldResubscribe makes every reconnect of this process, once its session
+// is stored, call hold before it subscribes the agents again; nil ends it.
+func HoldResubscribe(hold func()) {
+	if hold == nil {
+		testHookResubscribe.Store(nil)
+		return
+	}
+	testHookResubscribe.Store(&hold)
+}

@@ -292,6 +292,16 @@ func (mem *member) setSub(sub *subscription) {
 	mem.mu.Unlock()
 }
 
+// subscribed reports whether the agent consumes its queues on the
+// space's current session: after a reconnect, not until it has been
+// subscribed again.
+func (mem *member) subscribed() bool {
+	sess := mem.s.sess.Load()
+	mem.mu.Lock()
+	defer mem.mu.Unlock()
+	return sess != nil && mem.sub != nil && mem.sub.sess == sess
+}
+
 // run starts the consumer of sub.
 func (mem *member) run(sess *session, sub *subscription) {
 	mem.s.wg.Add(1)
@@ -318,6 +328,9 @@ func (mem *member) resubscribe(sess *session) error {
 	}
 	sub, err := mem.reclaim(sess)
 	if errors.Is(err, errQueueGone) {
+		// Without Durable, a cluster node that died took them, with what
+		// they held (or they were deleted, or expired, meanwhile).
+		mem.s.log.Warn("amqpspace: an agent's queues were gone after the reconnect; declared again, what they held is lost", "agent", mem.id, "durable", mem.s.cfg.Durable)
 		if sub, err = mem.claim(sess); err == nil {
 			if err = mem.bind(sub); err != nil {
 				mem.release(sub)
@@ -502,7 +515,8 @@ func (mem *member) acked(key string) {
 // check returns the message a delivery holds, or nil when the delivery is
 // not for the agent: a fence, too large, through another exchange,
 // malformed (answered where it can be), misaddressed, forged, or a
-// redelivery of what the agent already has.
+// redelivery of what the agent already has (or a response sent again that
+// it has).
 func (mem *member) check(d amqp.Delivery, broadcast bool) *agency.Message {
 	s := mem.s
 	if d.Type == fenceType {
@@ -537,10 +551,19 @@ func (mem *member) check(d amqp.Delivery, broadcast bool) *agency.Message {
 	case d.AppId != s.token && s.local(m.From):
 		s.log.Warn("amqpspace: dropped a message from another process that claims to come from an agent of this one", "agent", mem.id, "from", m.From, "action", m.Action)
 		return nil
-	case d.Redelivered && mem.handedBefore(m):
+	case (d.Redelivered || resent(d)) && mem.handedBefore(m):
 		return nil
 	}
 	return m
+}
+
+// resent reports whether d is a message its sender published again (an
+// answer lost with its connection or refused, see Space.sendAgain; one a
+// new channel had confirmed before a refusal, see
+// session.sendConfirmedAgain): the agent may have the first copy.
+func resent(d amqp.Delivery) bool {
+	v, _ := d.Headers[resentHeader].(bool)
+	return v
 }
 
 func (mem *member) handedBefore(m *agency.Message) bool {

@@ -2,6 +2,7 @@ package amqpspace
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"sync"
@@ -44,7 +45,28 @@ type publisher struct {
 	waiting map[uint64]*publishing
 	lost    error         // set once the channel is gone; every later publish fails with it
 	gone    chan struct{} // closed with lost
+
+	// What the channel had confirmed, by routing key, while it was young
+	// (see youngFor); handed to refused with the first refusal of its key.
+	// nil when nothing is kept (the channel is old, or refused is nil).
+	born    time.Time
+	kept    map[string][]amqp.Publishing
+	keptLen int
+	refused func(key string, confirmed []amqp.Publishing)
 }
+
+// A channel keeps, for youngFor after it opens and up to keepBytes of
+// bodies, the messages the broker confirmed, so that it can send them again
+// if the broker then refuses a message to the same queue. RabbitMQ 3.10.8
+// was seen to do both to a new channel whose first messages to a quorum
+// queue came while that queue elected a leader (a cluster node had died):
+// confirm the first without queueing it, and refuse the rest for many
+// seconds. A space that has just reconnected has new channels, at the
+// moment the queues of the lost node elect their leaders.
+const (
+	youngFor  = 10 * time.Second
+	keepBytes = 16 << 20
+)
 
 // publishing is one message on its way, and then waiting for the broker's
 // word on it.
@@ -73,12 +95,17 @@ func decimal(buf *[20]byte, n uint64) string {
 // over before the listener reads them.
 const confirmBuffer = 512
 
-func newPublisher(wg *sync.WaitGroup, ch *amqp.Channel, appID string, timeout time.Duration, stalled func(error)) *publisher {
+func newPublisher(wg *sync.WaitGroup, ch *amqp.Channel, appID string, timeout time.Duration, stalled func(error), refused func(key string, confirmed []amqp.Publishing)) *publisher {
 	p := &publisher{
 		ch: ch, appID: appID, timeout: timeout, stalled: stalled,
 		requests: make(chan *publishing),
 		waiting:  make(map[uint64]*publishing),
 		gone:     make(chan struct{}),
+		born:     time.Now(),
+		refused:  refused,
+	}
+	if refused != nil {
+		p.kept = make(map[string][]amqp.Publishing)
 	}
 	returns := ch.NotifyReturn(make(chan amqp.Return))
 	confirms := ch.NotifyPublish(make(chan amqp.Confirmation, confirmBuffer))
@@ -152,9 +179,16 @@ func (p *publisher) listen(returns <-chan amqp.Return, confirms <-chan amqp.Conf
 			p.mu.Lock()
 			w := p.waiting[c.DeliveryTag]
 			delete(p.waiting, c.DeliveryTag)
+			var confirmed []amqp.Publishing
+			if w != nil && w.mandatory && p.kept != nil {
+				confirmed = p.keep(w, c.Ack)
+			}
 			p.mu.Unlock()
 			if w == nil {
 				continue
+			}
+			if len(confirmed) > 0 {
+				go p.refused(w.key, confirmed)
 			}
 			switch {
 			case !c.Ack:
@@ -166,6 +200,30 @@ func (p *publisher) listen(returns <-chan amqp.Return, confirms <-chan amqp.Conf
 			}
 		}
 	}
+}
+
+// keep records the broker's answer to w while the channel is young: a
+// confirmed message is kept; a refusal returns what was kept for its key,
+// whose later messages are not kept. The caller holds mu.
+func (p *publisher) keep(w *publishing, ack bool) []amqp.Publishing {
+	if time.Since(p.born) > youngFor {
+		p.kept, p.keptLen = nil, 0
+		return nil
+	}
+	k, ok := p.kept[w.key]
+	switch {
+	case !ack:
+		p.kept[w.key] = nil // refused from now on: nothing more to keep
+		for _, m := range k {
+			p.keptLen -= len(m.Body)
+		}
+		return k
+	case w.returned, ok && k == nil, p.keptLen+len(w.msg.Body) > keepBytes:
+		return nil
+	}
+	p.kept[w.key] = append(k, w.msg)
+	p.keptLen += len(w.msg.Body)
+	return nil
 }
 
 // fail ends every waiting publishing, and all later ones, with err: those
@@ -261,4 +319,134 @@ func (p *publisher) lostErr() error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.lost
+}
+
+// publishAlone publishes one mandatory message on a channel of its own,
+// opened for it on the session's publishing connection and closed once
+// the broker has answered: for a message the session's channel had
+// refused (see Space.sendAgain).
+func (sess *session) publishAlone(ctx context.Context, exchange, key string, msg amqp.Publishing, deadline time.Time) error {
+	ch, err := sess.pubConn.Channel()
+	if err == nil {
+		if err = ch.Confirm(false); err != nil {
+			_ = ch.Close()
+		}
+	}
+	if err != nil {
+		if sess.pubConn.IsClosed() {
+			return fmt.Errorf("%w: opening a channel: %v", ErrDisconnected, err)
+		}
+		return fmt.Errorf("%w: opening a channel: %v", ErrRejected, err)
+	}
+	var wg sync.WaitGroup
+	p := newPublisher(&wg, ch, sess.s.token, sess.s.cfg.PublishTimeout, sess.fail, nil)
+	err = p.publish(ctx, exchange, key, true, msg, deadline)
+	_ = ch.Close() // its notifications close with it: the publisher's goroutines end
+	wg.Wait()
+	return err
+}
+
+// sendConfirmedAgain sends again, each on a channel of its own, the
+// messages to key that the session's channel had confirmed while young,
+// before the broker refused one to the same queue (see keep): they may
+// not have been queued. Each copy is marked as sent again, and the
+// recipient's space drops one its agent already has. It tries each until
+// the broker takes it, for up to PublishTimeout in all, or until the
+// session ends.
+func (sess *session) sendConfirmedAgain(key string, msgs []amqp.Publishing) {
+	sess.subMu.Lock() // as in watch: no goroutine joins a session that has failed
+	if !sess.alive() {
+		sess.subMu.Unlock()
+		return
+	}
+	sess.wg.Add(1)
+	sess.subMu.Unlock()
+	defer sess.wg.Done()
+	s := sess.s
+	s.log.Warn("amqpspace: the broker refused a message on a new channel; sending again what that channel had sent the same queue, which it may have confirmed without queueing", "key", key, "messages", len(msgs))
+	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.PublishTimeout)
+	defer cancel()
+	for _, msg := range msgs {
+		msg.Headers = amqp.Table{resentHeader: true}
+		wait := resendPoll
+		for {
+			err := sess.publishAlone(ctx, s.cfg.Exchange, key, msg, time.Time{})
+			if err == nil || errors.Is(err, agency.ErrNoRecipient) {
+				break
+			}
+			if !errors.Is(err, ErrRejected) {
+				s.log.Warn("amqpspace: could not send a message again", "key", key, "error", err)
+				return
+			}
+			select {
+			case <-time.After(wait):
+			case <-ctx.Done():
+				s.log.Warn("amqpspace: could not send a message again", "key", key, "error", err)
+				return
+			case <-sess.dead:
+				return
+			}
+			wait = min(2*wait, resendMaxWait)
+		}
+	}
+}
+
+// sideEvery bounds how often a side channel that refuses a message is
+// replaced by a new one.
+const sideEvery = time.Second
+
+// publisherFor returns the publisher for a message with routing key key:
+// the session's, or, for a key it has had a message refused for, a side
+// channel's. RabbitMQ 3.10.8 was seen to make a new channel whose first
+// message to a quorum queue came while the queue elected a leader refuse
+// every later message to that queue, for as long as the channel lived
+// (16-20 s, and minutes); the side channel, opened after the refusal, and
+// replaced at most every sideEvery while it refuses too, gets round it.
+func (sess *session) publisherFor(key string) (*publisher, error) {
+	sess.sideMu.Lock()
+	defer sess.sideMu.Unlock()
+	if !sess.refused[key] {
+		return sess.pub, nil
+	}
+	if sess.side != nil {
+		return sess.side, nil
+	}
+	ch, err := sess.pubConn.Channel()
+	if err == nil {
+		if err = ch.Confirm(false); err != nil {
+			_ = ch.Close()
+		}
+	}
+	if err != nil {
+		if sess.pubConn.IsClosed() {
+			return nil, fmt.Errorf("%w: opening a channel: %v", ErrDisconnected, err)
+		}
+		return nil, fmt.Errorf("%w: opening a channel: %v", ErrRejected, err)
+	}
+	sess.subMu.Lock() // as in watch: no goroutine joins a session that has failed
+	defer sess.subMu.Unlock()
+	if !sess.alive() {
+		_ = ch.Close()
+		return nil, fmt.Errorf("%w: %v", ErrDisconnected, sess.err)
+	}
+	sess.side = newPublisher(&sess.wg, ch, sess.s.token, sess.s.cfg.PublishTimeout, sess.fail, sess.sendConfirmedAgain)
+	sess.sideAt = time.Now()
+	return sess.side, nil
+}
+
+// refusedOn notes that p refused a message with routing key key: later
+// ones go on the side channel, and a side channel that refuses is
+// replaced (at most every sideEvery), the old one closed once what it
+// carries has had time to be confirmed.
+func (sess *session) refusedOn(p *publisher, key string) {
+	sess.sideMu.Lock()
+	defer sess.sideMu.Unlock()
+	if sess.refused == nil {
+		sess.refused = make(map[string]bool)
+	}
+	sess.refused[key] = true
+	if p == sess.side && time.Since(sess.sideAt) >= sideEvery {
+		sess.side = nil
+		time.AfterFunc(sess.s.cfg.PublishTimeout, func() { _ = p.ch.Close() })
+	}
 }

@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	amqp "github.com/rabbitmq/amqp091-go"
@@ -31,6 +32,14 @@ type session struct {
 	node    node // the broker's address: every connection of a session goes to one node
 	pubConn *amqp.Connection
 	pub     *publisher
+
+	// The routing keys the publishing channel has had a message refused
+	// for, whose messages go on a side channel from then on (see
+	// publisherFor).
+	sideMu  sync.Mutex
+	refused map[string]bool
+	side    *publisher // nil until needed, or after it refused a message
+	sideAt  time.Time  // when side was opened
 
 	subMu sync.Mutex
 	subs  []*consumerConn
@@ -180,7 +189,7 @@ func (s *Space) dial(n node) (*session, error) {
 		sess.wg.Wait()
 		return nil, err
 	}
-	pub := newPublisher(&sess.wg, ch, s.token, s.cfg.PublishTimeout, sess.fail)
+	pub := newPublisher(&sess.wg, ch, s.token, s.cfg.PublishTimeout, sess.fail, sess.sendConfirmedAgain)
 	sess.subMu.Lock() // fail reads it under the lock
 	sess.pub = pub
 	sess.subMu.Unlock()
@@ -627,6 +636,9 @@ func (s *Space) reconnect(n node) (*session, error) {
 	// can answer what waited for them while the others are.
 	s.sess.Store(sess)
 	s.sessMu.Unlock()
+	if h := testHookResubscribe.Load(); h != nil {
+		(*h)()
+	}
 
 	// Every agent reserved so far: one whose Add runs now either finishes
 	// on the old session (and is subscribed again here, once its Add lets
@@ -661,6 +673,10 @@ func (s *Space) reconnect(n node) (*session, error) {
 	}
 	return sess, nil
 }
+
+// testHookResubscribe, when set, runs after a reconnect has stored its
+// session and before it subscribes the agents again (export_test.go).
+var testHookResubscribe atomic.Pointer[func()]
 
 // resubscribeRounds is how often an agent refused as live elsewhere is
 // tried after a reconnect.

@@ -27,13 +27,16 @@ var (
 	// for a message whose connection went before the broker confirmed it.
 	ErrDisconnected = errors.New("amqpspace: not connected to the broker")
 	// ErrRejected is returned when the broker refused a message (a
-	// negative confirmation, for example when a queue is over its limits).
+	// negative confirmation, for example when a queue is over its limits,
+	// or a quorum queue elects a leader): it was not queued.
 	ErrRejected = errors.New("amqpspace: the broker refused the message")
 	// ErrUnconfirmed is returned for a message that was handed to the
 	// broker but whose confirmation did not come: the sender's context
 	// ended first, or the connection was lost (the error then matches
 	// ErrDisconnected too). The message may or may not have been
-	// delivered; every other error of Send means it was not sent.
+	// delivered; every other error of Send means it was not sent. A
+	// Request waiting for its answer also ends with it when the broker
+	// refuses a later message to the same agent (see docs/amqp.md).
 	ErrUnconfirmed = errors.New("amqpspace: the broker has not confirmed the message; it may or may not have been delivered")
 	// ErrMessageTooLarge is returned for a message whose encoding exceeds
 	// Config.MaxMessageSize. It is agency.ErrMessageTooLarge, which every
@@ -407,6 +410,11 @@ func (r router) Route(ctx context.Context, m *agency.Message) error {
 	if m.From != r.mem.id {
 		return fmt.Errorf("%w: %q sending as %q", agency.ErrForgedSender, r.mem.id, m.From)
 	}
+	if !m.IsResponse() && !m.NoReply && !r.mem.s.cfg.Durable && !r.mem.subscribed() {
+		// Its transient queue may have gone with a cluster node: until it
+		// is declared again, the answer would find no queue and be lost.
+		return fmt.Errorf("%w: %q is being subscribed again after a reconnect, and its queue may not be there yet for the answer", ErrDisconnected, r.mem.id)
+	}
 	return r.mem.s.send(ctx, m)
 }
 
@@ -426,10 +434,6 @@ func (s *Space) send(ctx context.Context, m *agency.Message) error {
 		// "__broadcast__" would land in every broadcast queue.
 		return fmt.Errorf("%w: %q", agency.ErrNoRecipient, m.To)
 	}
-	sess := s.sess.Load()
-	if sess == nil {
-		return ErrDisconnected
-	}
 	key, mandatory := m.To, true
 	if m.To == agency.Broadcast {
 		key, mandatory = broadcastKey, false
@@ -439,17 +443,147 @@ func (s *Space) send(ctx context.Context, m *agency.Message) error {
 	if s.cfg.Durable {
 		msg.DeliveryMode = amqp.Persistent
 	}
-	err = sess.pub.publish(ctx, s.cfg.Exchange, key, mandatory, msg, m.Deadline)
+	sess := s.sess.Load()
+	err = s.publish(ctx, sess, key, mandatory, msg, m)
+	if errors.Is(err, ErrRejected) && mandatory {
+		s.refusedTo(m.To)
+	}
+	if m.IsResponse() && (lostWith(sess, err) || errors.Is(err, ErrRejected)) {
+		err = s.sendAgain(ctx, sess, key, msg, m, err)
+	}
+	if errors.Is(err, agency.ErrNoRecipient) {
+		return fmt.Errorf("%w: %q", agency.ErrNoRecipient, m.To)
+	}
+	return err
+}
+
+// refusedTo fails at once the Requests of this process's agents that wait
+// for an answer from the agent with id to, after the broker refused a
+// message to it: the way to that agent's queue is broken. Its queue was on
+// a cluster node that died (without Durable, with what it held), or it is
+// a quorum queue whose leader died, and RabbitMQ 3.10.8 was seen to
+// confirm the first message a channel sent it during the election without
+// queueing it, then refuse all that channel sent it for many seconds. The
+// Requests fail with ErrUnconfirmed: they may or may not have been
+// delivered, and an answer may still come (to the agent's hooks). A queue
+// that refuses for being full (a max-length policy with reject-publish)
+// ends its callers' waits the same way.
+func (s *Space) refusedTo(to string) {
+	err := fmt.Errorf("%w: the broker refused a message to %q, so a request to it confirmed before may not have been queued", ErrUnconfirmed, to)
+	for _, mem := range s.members() {
+		mem.conn.FailRequestsTo(to, err)
+	}
+}
+
+// publish publishes m, encoded in msg, on sess.
+func (s *Space) publish(ctx context.Context, sess *session, key string, mandatory bool, msg amqp.Publishing, m *agency.Message) error {
+	if sess == nil {
+		return ErrDisconnected
+	}
+	p, err := sess.publisherFor(key)
+	if err != nil {
+		return err
+	}
+	err = p.publish(ctx, s.cfg.Exchange, key, mandatory, msg, m.Deadline)
+	if errors.Is(err, ErrRejected) && mandatory {
+		sess.refusedOn(p, key)
+	}
 	if errors.Is(err, agency.ErrNoRecipient) && m.IsResponse() {
 		// An agent that is leaving has unbound its id, but its running
 		// actions still wait for their answers: its queue is bound with
 		// the leaving key until it is gone.
 		err = sess.pub.publish(ctx, s.cfg.Exchange, leavingPrefix+m.To, true, msg, m.Deadline)
 	}
-	if errors.Is(err, agency.ErrNoRecipient) {
-		return fmt.Errorf("%w: %q", agency.ErrNoRecipient, m.To)
-	}
 	return err
+}
+
+// lostWith reports whether err, what publishing on sess (nil: none)
+// returned, says that the message was lost with the connection: not sent
+// (ErrDisconnected), or sent without a confirmation that can come now
+// (ErrUnconfirmed, the publisher's channel being gone).
+func lostWith(sess *session, err error) bool {
+	switch {
+	case err == nil:
+		return false
+	case sess != nil && errors.Is(err, ErrUnconfirmed):
+		return sess.pub.lostErr() != nil // not a wait for the confirmation that timed out
+	default:
+		return errors.Is(err, ErrDisconnected)
+	}
+}
+
+// resentHeader marks a response published again after its connection was
+// lost: the first copy may have arrived, and the caller's space drops the
+// second (see check).
+const resentHeader = "x-agency-resent"
+
+// resendPoll is how often a response lost with its connection looks for
+// the next one, and how long one refused first waits before it goes
+// again; the wait doubles with each refusal, up to resendMaxWait.
+const (
+	resendPoll    = 20 * time.Millisecond
+	resendMaxWait = time.Second
+)
+
+// sendAgain publishes again a response that publishing on sess lost with
+// the connection or that the broker refused, until it is confirmed, or
+// the caller stops waiting (ctx: the handler's context, which ends with
+// the request's deadline; without a deadline, for up to PublishTimeout),
+// or the space closes; it returns the last error otherwise.
+//
+// A response lost with the connection goes once the space has another,
+// marked as sent again (it may have arrived). The responder's process
+// losing its connection (a cluster node that dies) would otherwise lose
+// the answer while the caller, connected elsewhere, waits for it until
+// its deadline: the request is not handled a second time, the broker's
+// second delivery of it being recognised as one the agent already has
+// (see check). A response refused (ErrRejected: a quorum queue refuses
+// what a channel sends it while it elects a leader, and RabbitMQ 3.10 was
+// seen refusing everything that channel sent it afterwards) goes on a
+// channel of its own, opened for it.
+func (s *Space) sendAgain(ctx context.Context, sess *session, key string, msg amqp.Publishing, m *agency.Message, err error) error {
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, s.cfg.PublishTimeout)
+		defer cancel()
+	}
+	// Every copy is marked: the first may have arrived (a response lost
+	// with the connection after it was sent; one refused by one queue of
+	// several it was routed to, which RabbitMQ refuses as a whole).
+	msg.Headers = amqp.Table{resentHeader: true}
+	if errors.Is(err, ErrRejected) {
+		s.log.Warn("amqpspace: the broker refused a response; sending it again on a channel of its own", "to", m.To, "in_reply_to", m.ParentID)
+	}
+	refusedWait := resendPoll
+	timer := time.NewTimer(0)
+	defer timer.Stop()
+	for {
+		lost := lostWith(sess, err)
+		if !lost && !errors.Is(err, ErrRejected) {
+			return err
+		}
+		if lost {
+			timer.Reset(resendPoll)
+		} else {
+			timer.Reset(refusedWait)
+			refusedWait = min(2*refusedWait, resendMaxWait)
+		}
+		select {
+		case <-timer.C:
+		case <-ctx.Done():
+			return err
+		case <-s.closing:
+			return err
+		}
+		if !lost {
+			err = sess.publishAlone(ctx, s.cfg.Exchange, key, msg, m.Deadline)
+			continue
+		}
+		if next := s.sess.Load(); next != nil && next != sess {
+			sess = next
+			err = s.publish(ctx, sess, key, true, msg, m)
+		}
+	}
 }
 
 // expiration is the per-message TTL (milliseconds) for a message with d

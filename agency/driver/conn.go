@@ -24,6 +24,7 @@ type conn interface {
 	Added(ctx context.Context)
 	DeliverFunc(m *agency.Message, taken func()) error
 	FailRequests(err error)
+	FailRequestsTo(to string, err error)
 	BeforeRemove(ctx context.Context)
 	Close(ctx context.Context) error
 	CloseIdle(ctx context.Context) (done bool, err error)
@@ -101,6 +102,11 @@ func (c *Conn) DeliverFunc(m *agency.Message, taken func()) error {
 // than let each caller wait out its deadline for an answer that may never
 // come. Requests made afterwards are not affected. Safe for concurrent use.
 func (c *Conn) FailRequests(err error) { c.c.FailRequests(err) }
+
+// FailRequestsTo is [Conn.FailRequests] for the Requests sent to the agent
+// with id to alone: a space calls it when the way to that agent has broken
+// while others still work. Safe for concurrent use.
+func (c *Conn) FailRequestsTo(to string, err error) { c.c.FailRequestsTo(to, err) }
 
 // Leaving reports whether the agent has started to leave: [Conn.BeforeRemove]
 // or [Conn.Close] has been called. A space that lets an agent's id go only
