@@ -238,7 +238,7 @@ func (c *conn) FailRequests(err error) {
 func (c *conn) FailRequestsTo(to string, err error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.pending.drainTo(to, func(p pendingRequest) {
+	c.pendingLocked().drainTo(to, func(p pendingRequest) {
 		p.ch <- answer{err: err} // still pending, so nothing was sent on ch
 	})
 }
