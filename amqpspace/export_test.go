@@ -22,3 +22,8 @@ func HoldResubscribe(hold func()) {
 	}
 	testHookResubscribe.Store(&hold)
 }
+
+// KeepFirst makes the first session of every space of this process keep
+// what its channel confirmed while young, as a reconnect's session does,
+// so that a test on one broker reaches that path without a reconnect.
+func KeepFirst(on bool) { testHookKeepFirst.Store(on) }

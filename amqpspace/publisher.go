@@ -55,8 +55,8 @@ type publisher struct {
 	refused func(key string, confirmed []amqp.Publishing)
 }
 
-// A channel keeps, for youngFor after it opens and up to keepBytes of
-// bodies, the messages the broker confirmed, so that it can send them again
+// A channel that a reconnect opened keeps, for youngFor after it opens
+// and up to keepBytes of bodies, the messages the broker confirmed, so that it can send them again
 // if the broker then refuses a message to the same queue. RabbitMQ 3.10.8
 // was seen to do both to a new channel whose first messages to a quorum
 // queue came while that queue elected a leader (a cluster node had died):

@@ -291,6 +291,8 @@ func TestRefusalFailsWaitingRequests(t *testing.T) {
 // 0, drop-head: confirmed, not kept), the second to one that refuses it;
 // once the agent's own queue is bound again, the first arrives.
 func TestRefusalSendsConfirmedAgain(t *testing.T) {
+	amqpspace.KeepFirst(true)
+	t.Cleanup(func() { amqpspace.KeepFirst(false) })
 	ex := testExchange(t)
 	logs := newLogRecorder()
 	senderSp := newSpace(t, amqpspace.Config{Exchange: ex, Logger: slog.New(logs)})

@@ -148,8 +148,9 @@ const dialTimeout = 5 * time.Second
 const frameSize = 128 << 10
 
 // dial opens a session, with one consuming connection, and declares the
-// exchange.
-func (s *Space) dial(n node) (*session, error) {
+// exchange. A session that a reconnect dials (again) keeps, while young,
+// what its channel had confirmed (see youngFor); the first does not.
+func (s *Space) dial(n node, again bool) (*session, error) {
 	pubConn, _, err := s.open(n, "publish", false)
 	if err != nil {
 		return nil, err
@@ -190,6 +191,9 @@ func (s *Space) dial(n node) (*session, error) {
 		return nil, err
 	}
 	pub := newPublisher(&sess.wg, ch, s.token, s.cfg.PublishTimeout, sess.fail, sess.sendConfirmedAgain)
+	if !again && !testHookKeepFirst.Load() {
+		pub.born = time.Time{} // never young: nothing is kept
+	}
 	sess.subMu.Lock() // fail reads it under the lock
 	sess.pub = pub
 	sess.subMu.Unlock()
@@ -619,7 +623,7 @@ func (s *Space) failRequests(cause error) {
 // fail at once), and Add and Remove do not wait for the others either:
 // each agent is subscribed again under a lock of its own.
 func (s *Space) reconnect(n node) (*session, error) {
-	sess, err := s.dial(n)
+	sess, err := s.dial(n, true)
 	if err != nil {
 		return nil, err
 	}
@@ -677,6 +681,10 @@ func (s *Space) reconnect(n node) (*session, error) {
 // testHookResubscribe, when set, runs after a reconnect has stored its
 // session and before it subscribes the agents again (export_test.go).
 var testHookResubscribe atomic.Pointer[func()]
+
+// testHookKeepFirst, when set, makes a space's first session keep what its
+// channel confirmed while young, as a reconnect's does (export_test.go).
+var testHookKeepFirst atomic.Bool
 
 // resubscribeRounds is how often an agent refused as live elsewhere is
 // tried after a reconnect.

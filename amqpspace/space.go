@@ -126,7 +126,7 @@ func New(ctx context.Context, cfg Config) (*Space, error) {
 		// Each node once, until one answers.
 		var errs []error
 		for range s.nodes.size() {
-			sess, err := s.dial(s.nodes.next())
+			sess, err := s.dial(s.nodes.next(), false)
 			if err == nil || !errors.Is(err, ErrDisconnected) {
 				res <- dialed{sess, err}
 				return
