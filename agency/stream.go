@@ -36,6 +36,7 @@ type StreamOption func(*streamConfig)
 
 type streamConfig struct {
 	buffer int
+	sent   func(error)
 }
 
 // StreamBuffer sets how many parts the stream holds that the caller has not
@@ -45,6 +46,17 @@ type streamConfig struct {
 // process hold an unbounded backlog, nor silently loses parts.
 func StreamBuffer(n int) StreamOption {
 	return func(c *streamConfig) { c.buffer = max(n, 1) }
+}
+
+// StreamSent has f called once, when the stream's request has gone to the
+// space: with nil once the space has taken it, or with the error it was
+// refused with (an error matching ErrNoRecipient for an absent
+// recipient), which the loop then yields as well. f runs on the loop's
+// goroutine before anything is yielded, and must not block for long. It
+// lets code that sends on someone's behalf (an outbox relay) tell that
+// the request has left while the loop goes on waiting for the answer.
+func StreamSent(f func(err error)) StreamOption {
+	return func(c *streamConfig) { c.sent = f }
 }
 
 // Emit sends part, a value that encodes to JSON, to the caller of the action
@@ -469,8 +481,16 @@ func (a *Agent) stream(ctx context.Context, m *Message, opts []StreamOption, yie
 	for _, o := range opts {
 		o(&cfg)
 	}
+	sent := func(err error) {
+		if cfg.sent != nil {
+			cfg.sent(err)
+			cfg.sent = nil
+		}
+	}
 	if m.To == Broadcast {
-		yield(nil, fmt.Errorf("%w: a stream needs one recipient, not a broadcast", ErrMalformedMessage))
+		err := fmt.Errorf("%w: a stream needs one recipient, not a broadcast", ErrMalformedMessage)
+		sent(err)
+		yield(nil, err)
 		return
 	}
 	if dl, ok := ctx.Deadline(); ok && m.Deadline.IsZero() {
@@ -479,12 +499,15 @@ func (a *Agent) stream(ctx context.Context, m *Message, opts []StreamOption, yie
 	m.NoReply, m.Stream = false, true
 	c, err := a.prepare(m)
 	if err != nil {
+		sent(err)
 		yield(nil, err)
 		return
 	}
 	a.carryTrace(ctx, m)
 	if ctx.Err() != nil {
-		yield(nil, requestError(ctx, m.To, m.Action))
+		err := requestError(ctx, m.To, m.Action)
+		sent(err)
+		yield(nil, err)
 		return
 	}
 	st := &stream{next: 1, limit: cfg.buffer, wake: make(chan struct{}, 1)}
@@ -500,9 +523,11 @@ func (a *Agent) stream(ctx context.Context, m *Message, opts []StreamOption, yie
 				c.sendCancel(m.To, m.ID)
 			}
 		}
+		sent(err)
 		yield(nil, err)
 		return
 	}
+	sent(nil)
 	answered := false
 	defer func() {
 		if answered {
