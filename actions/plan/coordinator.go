@@ -34,8 +34,8 @@ import (
 // Its actions:
 //
 //   - input_task, human_feedback, approve_step_or_steps,
-//     human_clarification_on_plan, plans, agent_messages, documents,
-//     delete_documents, agent_tools: for the approvers (see Approver),
+//     human_clarification_on_plan, plans, watch_plan, agent_messages,
+//     documents, delete_documents, agent_tools: for the approvers (see Approver),
 //     which name the user in each call; hidden from everyone else;
 //   - submit_plan and say: for the planner (see Planner).
 //
@@ -57,6 +57,7 @@ type Coordinator struct {
 	swept   chan struct{}            // closed when the sweeper has stopped
 	catalog map[string]map[string]agency.ActionHelp
 	caught  time.Time // when catalog was surveyed
+	live    live      // the parts of running steps, for watch_plan
 
 	halted atomic.Bool
 	// afterCommit, for tests, runs after each committed change, before
@@ -140,6 +141,9 @@ func NewCoordinator(id string, st store.Store, opts ...Option) (*Coordinator, er
 			agency.Describe("Every document of a person: sessions, plans, steps, messages")),
 		agency.Register(a, "delete_documents", c.deleteDocuments, front,
 			agency.Describe("Delete every document of a person")),
+		agency.Register(a, "watch_plan", c.watchPlan, front,
+			agency.Describe("Watch a person's plan: the parts of the answers of its steps as they run (ask for them with a stream), until the plan is finished"),
+			agency.Returns("why the watch ended: finished, or again (watch again)")),
 		agency.Register(a, "agent_tools", c.agentTools, front,
 			agency.Describe("The actions steps may use, as their agents' help describes them")),
 		agency.Register(a, "submit_plan", c.submitPlan, planner,
@@ -168,7 +172,8 @@ type hooks struct{ c *Coordinator }
 // what went unanswered for a lease.
 func (h hooks) AfterAdd(ctx context.Context) {
 	c := h.c
-	relay := store.NewRelay(c.st, c.agent, store.RelayConfig{Logger: c.log, Lease: min(c.cfg.lease, 10*time.Second)})
+	relay := store.NewRelay(c.st, c.agent, store.RelayConfig{Logger: c.log, Lease: min(c.cfg.lease, 10*time.Second), Send: c.relaySend})
+	c.live.open()
 	runCtx, stop := context.WithCancel(context.Background())
 	swept := make(chan struct{})
 	c.mu.Lock()
@@ -185,6 +190,7 @@ func (h hooks) BeforeRemove(ctx context.Context) {
 	relay, stop, swept := c.relay, c.stop, c.swept
 	c.relay, c.stop, c.swept = nil, nil, nil
 	c.mu.Unlock()
+	c.live.close()
 	if stop != nil {
 		stop()
 		<-swept
@@ -201,6 +207,7 @@ func (c *Coordinator) halt() {
 	c.mu.Lock()
 	relay, stop := c.relay, c.stop
 	c.mu.Unlock()
+	c.live.close()
 	if stop != nil {
 		stop()
 	}

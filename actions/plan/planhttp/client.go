@@ -13,6 +13,7 @@ import (
 var (
 	errNotFound = errors.New("planhttp: not found") // no such plan, session or step for this user
 	errConflict = errors.New("planhttp: conflict")  // the plan or step is not in a state that allows it
+	errBusy     = errors.New("planhttp: busy")      // the coordinator serves as many watches as it may
 )
 
 // refusal is the error of a request the coordinator refused.
@@ -20,13 +21,15 @@ type refusal struct{ r front.Receipt }
 
 func (e *refusal) Error() string { return e.r.Status }
 
-// Is makes a refusal match errNotFound or errConflict.
+// Is makes a refusal match errNotFound, errConflict or errBusy.
 func (e *refusal) Is(target error) bool {
 	switch target {
 	case errNotFound:
 		return e.r.Refused == front.RefusedNotFound
 	case errConflict:
 		return e.r.Refused == front.RefusedConflict
+	case errBusy:
+		return e.r.Refused == front.RefusedBusy
 	}
 	return false
 }

@@ -323,6 +323,7 @@ func apiRoutes(planID string) []apiRoute {
 		{"POST", "/human_clarification_on_plan", `{"plan_id":"b","session_id":"s1","human_clarification":"x"}`},
 		{"GET", "/plans", ""},
 		{"GET", "/steps/" + planID, ""},
+		{"GET", "/plans/" + planID + "/events", ""},
 		{"GET", "/agent_messages/s1", ""},
 		{"GET", "/messages", ""},
 		{"DELETE", "/messages", ""},

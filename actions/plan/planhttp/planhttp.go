@@ -20,6 +20,7 @@
 //	POST   /human_clarification_on_plan  answer the planner's question
 //	GET    /plans                        the user's plans with their steps, newest first (?session_id=, ?limit=)
 //	GET    /steps/{plan_id}              a plan's steps
+//	GET    /plans/{plan_id}/events       the parts of its steps' answers while they run (server-sent events)
 //	GET    /agent_messages/{session_id}  a session's log, oldest first
 //	GET    /messages                     every document of the user
 //	DELETE /messages                     delete them
@@ -219,6 +220,7 @@ func Handler(gw *agency.Agent, coordinator string, opts ...Option) (http.Handler
 	h.add("/human_clarification_on_plan", false, http.MethodPost, h.clarify)
 	h.add("/plans", false, http.MethodGet, h.plans)
 	h.add("/steps/{plan_id}", false, http.MethodGet, h.steps)
+	h.add("/plans/{plan_id}/events", false, http.MethodGet, h.events)
 	h.add("/agent_messages/{session_id}", false, http.MethodGet, h.agentMessages)
 	h.add("/messages", false, http.MethodGet, h.messages)
 	h.add("/messages", false, http.MethodDelete, h.deleteMessages)
@@ -355,6 +357,10 @@ func (h *handler) fail(r *http.Request, err error) *httpError {
 		return errorf(http.StatusConflict, "%s", err.Error())
 	case errors.Is(err, agency.ErrNoRecipient), errors.Is(err, agency.ErrNotAdded):
 		e := errorf(http.StatusServiceUnavailable, "the coordinator %s is not available; try again later", h.client.coordinator)
+		e.header = http.Header{"Retry-After": {retryAfter}}
+		return e
+	case errors.Is(err, errBusy):
+		e := errorf(http.StatusServiceUnavailable, "%s", err.Error())
 		e.header = http.Header{"Retry-After": {retryAfter}}
 		return e
 	case errors.Is(err, agency.ErrTimeout), errors.Is(err, context.DeadlineExceeded):

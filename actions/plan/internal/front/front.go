@@ -10,6 +10,7 @@ package front
 const (
 	RefusedNotFound = "not_found"
 	RefusedConflict = "conflict"
+	RefusedBusy     = "busy" // too many watchers: try again later
 )
 
 // InputTask asks for a plan for a task (input_task).
@@ -90,3 +91,33 @@ type UserQuery struct {
 type Deleted struct {
 	Documents int `json:"documents"`
 }
+
+// Watch asks for the parts of the answers of a plan's steps while they
+// run (watch_plan): the coordinator emits LiveEvents until the plan is
+// finished or the caller stops reading.
+type Watch struct {
+	UserID string `json:"user_id" validate:"min=1,max=255"`
+	PlanID string `json:"plan_id" validate:"min=1,max=255" jsonschema:"description=the plan; or its session id"`
+}
+
+// The kinds of LiveEvent.
+const (
+	LiveOpen    = "open"     // the first: the plan is the user's, and is watched
+	LivePart    = "part"     // a part of a running step's answer
+	LiveStepEnd = "step_end" // the step's stream ended: its answer came (or the step is sent again)
+)
+
+// LiveEvent is a part of watch_plan's answer.
+type LiveEvent struct {
+	Kind   string `json:"kind"`
+	PlanID string `json:"plan_id,omitempty"` // on open
+	StepID string `json:"step_id,omitempty"`
+	Seq    int    `json:"seq,omitempty"`  // the part's number in its step's stream, from 1
+	Text   string `json:"text,omitempty"` // the part: a string as it is, any other value as JSON
+}
+
+// The Status of watch_plan's answer (a Receipt, unless refused).
+const (
+	WatchFinished = "finished" // the plan is completed or failed: nothing more will come
+	WatchAgain    = "again"    // the watch ended early (the caller fell behind, the coordinator is leaving): watch again
+)

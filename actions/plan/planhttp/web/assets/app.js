@@ -1,12 +1,17 @@
 // The page of actions/plan/planhttp: it talks to the same API as MACAE's
 // page (the user comes from the proxy in front, or the server's DevUser),
-// and polls it once a second to show statuses as they change.
+// and polls it once a second to show statuses as they change. While the
+// selected plan runs, it reads the plan's event stream
+// (/plans/{id}/events) to show the answer of a running step as its agent
+// makes it.
 (() => {
   "use strict";
   const $ = (id) => document.getElementById(id);
   let selected = localStorage.getItem("plans.session") || null;
   const drafts = {}; // comments typed per step id, kept across renders
   let last = {};
+  const live = {}; // the parts of running steps' answers, per step id: {seq, text}
+  let source = null, sourcePlan = null, retryAt = 0;
 
   async function api(method, path, body) {
     const init = { method, headers: {} };
@@ -87,6 +92,7 @@
     const info = [];
     if (s.auto_approved) info.push(el("div", { class: "muted auto" }, "Approved automatically (no person was asked)"));
     if (s.agent_reply !== null) info.push(el("div", {}, s.agent_reply));
+    if (s.status === "action_requested") info.push(el("div", { class: "live" }, live[s.id] ? live[s.id].text : ""));
     if (s.human_feedback !== null) info.push(el("div", { class: "muted" }, "Feedback: " + s.human_feedback));
     let actions = "";
     if (s.human_approval_status === "requested" && !asking) {
@@ -101,6 +107,47 @@
       "data-auto": s.auto_approved ? "true" : null },
       el("td", {}, String(s.seq)), el("td", {}, s.action), el("td", {}, s.agent), el("td", {}, badge(s.status)),
       el("td", {}, ...info), el("td", { class: "actions" }, actions));
+  }
+
+  // watch reads the event stream of plan p while it runs (none for a
+  // finished plan, or none selected), one at a time.
+  function watch(p) {
+    const want = p && p.status !== "completed" && p.status !== "failed" ? p.id : null;
+    if (source && sourcePlan === want) return;
+    if (source) source.close();
+    source = null;
+    sourcePlan = null;
+    if (!want || Date.now() < retryAt) return;
+    const es = new EventSource("/plans/" + encodeURIComponent(want) + "/events");
+    source = es;
+    sourcePlan = want;
+    es.addEventListener("part", (e) => {
+      const d = JSON.parse(e.data);
+      const l = live[d.step_id] || (live[d.step_id] = { seq: 0, text: "" });
+      if (d.seq <= l.seq) return; // had it: a stream opened again sends the kept parts again
+      if (d.seq > l.seq + 1) l.text += "…"; // older parts are no longer kept
+      l.seq = d.seq;
+      l.text += d.text;
+      const div = document.querySelector('#steps tr[data-step="' + CSS.escape(d.step_id) + '"] .live');
+      if (div) div.textContent = l.text;
+    });
+    // The stream (opened again) starts with the parts kept of the running steps.
+    es.addEventListener("open", () => { for (const id of Object.keys(live)) delete live[id]; });
+    es.addEventListener("step_end", (e) => {
+      delete live[JSON.parse(e.data).step_id]; // a step sent again starts a new stream
+      refresh();
+    });
+    es.addEventListener("end", () => {
+      es.close();
+      if (source === es) source = null;
+      refresh();
+    });
+    es.onerror = () => {
+      if (es.readyState === EventSource.CLOSED && source === es) {
+        source = null; // refused (204 when finished, 404, 503): try again later
+        retryAt = Date.now() + 5000;
+      }
+    };
   }
 
   async function decide(p, s, approved) {
@@ -130,6 +177,9 @@
           api("GET", "/agent_messages/" + encodeURIComponent(selected)),
         ]);
         renderPlan(plans[0], messages);
+        watch(plans[0]);
+      } else {
+        watch(null);
       }
       if ($("conn").className === "error") note("");
     } catch (e) {

@@ -1,0 +1,224 @@
+package planhttp_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/seed72275b23/agency-go/actions/openai/openaitest"
+	"github.com/seed72275b23/agency-go/actions/plan"
+	"github.com/seed72275b23/agency-go/actions/plan/planhttp"
+	"github.com/seed72275b23/agency-go/agency"
+)
+
+type Topic struct {
+	Topic string `json:"topic" validate:"min=1"`
+}
+
+// writer is an agent whose write action emits, as parts of its answer,
+// the texts the test sends it, and answers with all of them once the test
+// closes the channel.
+type writer struct {
+	parts   chan string
+	started chan struct{} // closed when write runs
+}
+
+func addWriter(t *testing.T, f *fixture) *writer {
+	t.Helper()
+	w := &writer{parts: make(chan string), started: make(chan struct{})}
+	a := agency.MustNewAgent("WriterAgent")
+	agency.Handle(a, "write", func(ctx context.Context, args Topic) (string, error) {
+		close(w.started)
+		var all strings.Builder
+		for {
+			select {
+			case p, ok := <-w.parts:
+				if !ok {
+					return all.String(), nil
+				}
+				all.WriteString(p)
+				if err := agency.Emit(ctx, p); err != nil {
+					return "", err
+				}
+			case <-ctx.Done():
+				return "", ctx.Err()
+			}
+		}
+	}, agency.Describe("Writes about a topic"), agency.AccessBySender(map[string]agency.Access{"GroupChatManager": agency.Permitted}, agency.Denied))
+	if err := f.sp.Add(t.Context(), a); err != nil {
+		t.Fatal(err)
+	}
+	return w
+}
+
+// writeScript is the planner's plan of one step: WriterAgent.write.
+func writeScript() []openaitest.Step {
+	return []openaitest.Step{
+		{ToolCalls: []openaitest.ToolCall{{Name: "GroupChatManager__submit_plan",
+			Arguments: `{"steps":[{"agent":"WriterAgent","action":"write","args":{"topic":"a story"}}],"summary":"A story"}`}}},
+		{Text: "Plan submitted."},
+	}
+}
+
+// sse is an event read from a text/event-stream.
+type sse struct {
+	name string
+	data map[string]any
+}
+
+// subscribe opens GET path as a server-sent event stream with the given
+// headers; it returns the answer and a channel of its events, closed when
+// the stream ends.
+func (f *fixture) subscribe(path string, header map[string]string) (*http.Response, <-chan sse) {
+	f.t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	f.t.Cleanup(cancel)
+	req, err := http.NewRequestWithContext(ctx, "GET", f.srv.URL+path, nil)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	for k, v := range header {
+		req.Header.Set(k, v)
+	}
+	req.Header.Set("Accept", "text/event-stream")
+	resp, err := f.srv.Client().Do(req)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	f.t.Cleanup(func() { resp.Body.Close() })
+	ch := make(chan sse, 64)
+	go func() {
+		defer close(ch)
+		sc := bufio.NewScanner(resp.Body)
+		var ev sse
+		for sc.Scan() {
+			line := sc.Text()
+			switch {
+			case line == "":
+				if ev.name != "" {
+					ch <- ev
+				}
+				ev = sse{}
+			case strings.HasPrefix(line, "event: "):
+				ev.name = strings.TrimPrefix(line, "event: ")
+			case strings.HasPrefix(line, "data: "):
+				_ = json.Unmarshal([]byte(strings.TrimPrefix(line, "data: ")), &ev.data)
+			}
+		}
+	}()
+	return resp, ch
+}
+
+// next returns the next event of ch, failing the test when none comes.
+func (f *fixture) next(ch <-chan sse) sse {
+	f.t.Helper()
+	select {
+	case ev, ok := <-ch:
+		if !ok {
+			f.t.Fatal("the event stream ended")
+		}
+		return ev
+	case <-time.After(10 * time.Second):
+		f.t.Fatal("no event within 10s")
+	}
+	return sse{}
+}
+
+func (f *fixture) stepOf(planID string) map[string]any {
+	f.t.Helper()
+	var steps []map[string]any
+	_ = json.Unmarshal(f.ok("GET", "/steps/"+planID, ""), &steps)
+	if len(steps) != 1 {
+		f.t.Fatalf("steps: %v", steps)
+	}
+	return steps[0]
+}
+
+// The parts of a running step's answer reach a subscriber of the plan's
+// event stream in order, while the step runs and before its result; a
+// subscriber that comes late gets the parts so far; the result is
+// recorded as before; and nobody but the plan's user sees them.
+func TestLivePartsOverSSE(t *testing.T) {
+	f := newFixture(t, nil, writeScript()...)
+	w := addWriter(t, f)
+	planID, steps := f.start()
+
+	resp, events := f.subscribe("/plans/"+planID+"/events", u1)
+	if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != "text/event-stream" {
+		t.Fatalf("GET /plans/%s/events: %d %s", planID, resp.StatusCode, resp.Header.Get("Content-Type"))
+	}
+	if ev := f.next(events); ev.name != "open" || ev.data["plan_id"] != planID {
+		t.Fatalf("first event: %+v", ev)
+	}
+	// Another user, or nobody, cannot watch the plan.
+	u2 := map[string]string{"x-ms-client-principal-id": "u2"}
+	if resp, data := f.request("GET", "/plans/"+planID+"/events", "", u2); resp.StatusCode != http.StatusNotFound {
+		t.Errorf("another user's watch: %d %s", resp.StatusCode, data)
+	}
+	if resp, data := f.request("GET", "/plans/"+planID+"/events", "", nil); resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("a watch without a user: %d %s", resp.StatusCode, data)
+	}
+
+	f.ok("POST", "/human_feedback", fmt.Sprintf(`{"step_id":%q,"plan_id":%q,"session_id":"s1","approved":true}`, steps[0]["id"], planID))
+	<-w.started
+	stepID := steps[0]["id"]
+	for i, text := range []string{"Once ", "upon "} {
+		w.parts <- text
+		ev := f.next(events)
+		if ev.name != "part" || ev.data["step_id"] != stepID || ev.data["seq"] != float64(i+1) || ev.data["text"] != text {
+			t.Fatalf("part %d: %+v", i+1, ev)
+		}
+		// The step still runs: no result yet.
+		if st := f.stepOf(planID); st["status"] != "action_requested" || st["agent_reply"] != nil {
+			t.Fatalf("while the step streams, it is %v with reply %v", st["status"], st["agent_reply"])
+		}
+	}
+
+	// A late subscriber gets the parts so far, in order.
+	_, late := f.subscribe("/plans/"+planID+"/events", u1)
+	var got []string
+	for _, want := range []string{"open", "part", "part"} {
+		ev := f.next(late)
+		if ev.name != want {
+			t.Fatalf("late subscriber: %s, want %s", ev.name, want)
+		}
+		if ev.name == "part" {
+			got = append(got, fmt.Sprint(ev.data["seq"], ev.data["text"]))
+		}
+	}
+	if strings.Join(got, "|") != "1Once |2upon " {
+		t.Errorf("late subscriber's parts: %q", got)
+	}
+
+	w.parts <- "a time."
+	if ev := f.next(events); ev.name != "part" || ev.data["seq"] != float64(3) {
+		t.Fatalf("part 3: %+v", ev)
+	}
+	close(w.parts)
+	if ev := f.next(events); ev.name != "step_end" || ev.data["step_id"] != stepID {
+		t.Fatalf("after the parts: %+v, want step_end", ev)
+	}
+	if ev := f.next(events); ev.name != "end" {
+		t.Fatalf("after the last step: %+v, want end", ev)
+	}
+	if _, more := <-events; more {
+		t.Error("the stream goes on after end")
+	}
+	st := f.stepOf(planID)
+	if st["status"] != "completed" || st["agent_reply"] != "Once upon a time." {
+		t.Errorf("the step's result: %v %v", st["status"], st["agent_reply"])
+	}
+	f.wait("completed", func(e plan.Event) bool { return e.Kind == plan.PlanStatusEvent && e.Status == string(plan.PlanCompleted) })
+	// A finished plan has nothing more to show: 204, which an EventSource
+	// does not open again.
+	if resp, data := f.request("GET", "/plans/"+planID+"/events", "", u1); resp.StatusCode != http.StatusNoContent {
+		t.Errorf("a finished plan's events: %d %s", resp.StatusCode, data)
+	}
+}
+
+var _ = planhttp.DevUser
