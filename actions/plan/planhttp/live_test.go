@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/chromedp"
+
 	"github.com/seed72275b23/agency-go/actions/openai/openaitest"
 	"github.com/seed72275b23/agency-go/actions/plan"
 	"github.com/seed72275b23/agency-go/actions/plan/planhttp"
@@ -213,7 +215,9 @@ func TestLivePartsOverSSE(t *testing.T) {
 	if st["status"] != "completed" || st["agent_reply"] != "Once upon a time." {
 		t.Errorf("the step's result: %v %v", st["status"], st["agent_reply"])
 	}
-	f.wait("completed", func(e plan.Event) bool { return e.Kind == plan.PlanStatusEvent && e.Status == string(plan.PlanCompleted) })
+	f.wait("completed", func(e plan.Event) bool {
+		return e.Kind == plan.PlanStatusEvent && e.Status == string(plan.PlanCompleted)
+	})
 	// A finished plan has nothing more to show: 204, which an EventSource
 	// does not open again.
 	if resp, data := f.request("GET", "/plans/"+planID+"/events", "", u1); resp.StatusCode != http.StatusNoContent {
@@ -221,4 +225,80 @@ func TestLivePartsOverSSE(t *testing.T) {
 	}
 }
 
-var _ = planhttp.DevUser
+// A person sees, in a real browser, the answer of a running step grow
+// part by part while the step still runs, then its result.
+func TestBrowserLiveParts(t *testing.T) {
+	exe := browser(t)
+	f := newFixture(t, []planhttp.Option{planhttp.DevUser("u1")}, writeScript()...)
+	w := addWriter(t, f)
+	ctx := openBrowser(t, exe)
+	row := `#steps tr[data-seq="1"]`
+	live := func(text string) chromedp.Action {
+		return chromedp.WaitVisible(`//tr[@data-seq="1"][@data-status="action_requested"]//div[@class="live"][contains(., "`+text+`")]`, chromedp.BySearch)
+	}
+	err := chromedp.Run(ctx,
+		chromedp.Navigate(f.srv.URL+"/"),
+		chromedp.WaitVisible("#task-description", chromedp.ByQuery),
+		chromedp.SendKeys("#task-description", "Write a story", chromedp.ByQuery),
+		chromedp.Click("#task-create", chromedp.ByQuery),
+		chromedp.WaitVisible(row+`[data-status="awaiting_feedback"] button.approve`, chromedp.ByQuery),
+		chromedp.Click(row+" button.approve", chromedp.ByQuery),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-w.started
+	w.parts <- "Once "
+	if err := chromedp.Run(ctx, live("Once ")); err != nil {
+		t.Fatal(err)
+	}
+	w.parts <- "upon "
+	var shown, status string
+	var ok bool
+	err = chromedp.Run(ctx, live("Once upon "),
+		chromedp.Text(row+" .live", &shown, chromedp.ByQuery),
+		chromedp.AttributeValue(row, "data-status", &status, &ok, chromedp.ByQuery))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The step has not answered: the handler waits for the test.
+	if strings.TrimSpace(shown) != "Once upon" || status != "action_requested" {
+		t.Errorf("while the step runs the page shows %q, status %q", shown, status)
+	}
+	w.parts <- "a time."
+	close(w.parts)
+	var reply string
+	err = chromedp.Run(ctx,
+		chromedp.WaitVisible(row+`[data-status="completed"]`, chromedp.ByQuery),
+		chromedp.WaitVisible(`#plan-status.s-completed`, chromedp.ByQuery),
+		chromedp.Text(row+" td:nth-child(5)", &reply, chromedp.ByQuery))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.TrimSpace(reply) != "Once upon a time." {
+		t.Errorf("the completed step shows %q", reply)
+	}
+}
+
+// A step whose agent emits nothing shows no part: its watchers hear only
+// that it ended, and its result is recorded as before.
+func TestLiveStepWithoutParts(t *testing.T) {
+	f := newFixture(t, nil, script()...)
+	planID, steps := f.start()
+	_, events := f.subscribe("/plans/"+planID+"/events", u1)
+	if ev := f.next(events); ev.name != "open" {
+		t.Fatalf("first event: %+v", ev)
+	}
+	f.ok("POST", "/human_feedback", fmt.Sprintf(`{"step_id":%q,"plan_id":%q,"session_id":"s1","approved":true}`, steps[0]["id"], planID))
+	if ev := f.next(events); ev.name != "step_end" || ev.data["step_id"] != steps[0]["id"] {
+		t.Fatalf("after the approval: %+v, want step_end", ev)
+	}
+	f.wait("step 1 completed", func(e plan.Event) bool {
+		return e.Kind == plan.StepStatusEvent && e.StepID == steps[0]["id"] && e.Status == string(plan.Completed)
+	})
+	var got []map[string]any
+	_ = json.Unmarshal(f.ok("GET", "/steps/"+planID, ""), &got)
+	if got[0]["status"] != "completed" || got[0]["agent_reply"] != "Record of Jessica Smith" || got[1]["status"] != "awaiting_feedback" {
+		t.Errorf("the steps: %v; %v", got[0], got[1])
+	}
+}
