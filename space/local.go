@@ -201,12 +201,13 @@ func (r *localRouter) Route(_ context.Context, m *agency.Message) error {
 		s.broadcast(m)
 		return nil
 	}
-	// A response takes the remembered Conn only while its agent has not
-	// started to leave: a Conn on its way out takes a response (to drop
-	// it) that the agent's next Conn, under the same id, may wait for.
+	// A response (or a part of one, or a [cancel]) takes the remembered
+	// Conn only while its agent has not started to leave: a Conn on its way
+	// out takes such a message (to drop it) that the agent's next Conn,
+	// under the same id, may wait for.
 	// Until the old Conn starts to leave there is no next one, so no
 	// request of its can be the one answered.
-	if c := r.last.Load(); c != nil && c.Agent().ID() == m.To && (!m.IsResponse() || !c.Leaving()) && c.Deliver(m) == nil {
+	if c := r.last.Load(); c != nil && c.Agent().ID() == m.To && (!answers(m) || !c.Leaving()) && c.Deliver(m) == nil {
 		return nil
 	}
 	s.mu.RLock()
@@ -252,6 +253,12 @@ func (s *Local) checkSize(m *agency.Message) error {
 //go:noinline
 func (r *localRouter) forged(m *agency.Message) error {
 	return fmt.Errorf("%w: %q sending as %q", agency.ErrForgedSender, r.sender().ID(), m.From)
+}
+
+// answers reports whether m answers a request or speaks of its stream: a
+// Conn takes such a message even once it is leaving (and drops it).
+func answers(m *agency.Message) bool {
+	return m.IsResponse() || m.Action == agency.PartAction || m.Action == agency.CancelAction
 }
 
 //go:noinline
