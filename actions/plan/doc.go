@@ -27,6 +27,13 @@
 // store with Effect is exactly once, and an effect outside the store gets
 // the step's id as its idempotency key (at least once, with a key).
 //
+// A step goes to its agent as a stream (agency.Agent.StreamMessage): the
+// parts its handler emits with agency.Emit reach the people who watch the
+// plan while the step runs (the coordinator's watch_plan action; planhttp
+// serves them as server-sent events). Parts are shown, never stored, and
+// what is kept of them for late watchers is bounded; the step's result is
+// its answer, recorded as before.
+//
 // docs/plans.md in the repository describes the flow, the statuses, the
 // HTTP API and the guarantees.
 package plan

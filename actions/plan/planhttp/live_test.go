@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"strings"
@@ -15,6 +16,7 @@ import (
 	"github.com/seed72275b23/agency-go/actions/openai/openaitest"
 	"github.com/seed72275b23/agency-go/actions/plan"
 	"github.com/seed72275b23/agency-go/actions/plan/planhttp"
+	"github.com/seed72275b23/agency-go/actions/store"
 	"github.com/seed72275b23/agency-go/agency"
 )
 
@@ -300,5 +302,118 @@ func TestLiveStepWithoutParts(t *testing.T) {
 	_ = json.Unmarshal(f.ok("GET", "/steps/"+planID, ""), &got)
 	if got[0]["status"] != "completed" || got[0]["agent_reply"] != "Record of Jessica Smith" || got[1]["status"] != "awaiting_feedback" {
 		t.Errorf("the steps: %v; %v", got[0], got[1])
+	}
+}
+
+// A coordinator that leaves while a step streams, and comes back on the
+// same store: nothing of the first run is recorded (its answer has nobody
+// to go to), the step is sent again when its lease runs out, with the same
+// idempotency key, its parts reach the new coordinator's watchers, and its
+// answer is the step's result.
+func TestLiveCoordinatorRestart(t *testing.T) {
+	st := store.NewMemory()
+	f := newFixtureOn(t, st, []plan.Option{plan.Lease(300 * time.Millisecond)}, nil, writeScript()...)
+	type run struct {
+		key   string
+		parts chan string
+		done  chan error // what the handler returned
+	}
+	runs := make(chan run, 2)
+	a := agency.MustNewAgent("WriterAgent")
+	agency.Handle(a, "write", func(ctx context.Context, args Topic) (string, error) {
+		key, _ := agency.MessageFrom(ctx).Meta["idempotency_key"].(string)
+		r := run{key: key, parts: make(chan string), done: make(chan error, 1)}
+		runs <- r
+		var all strings.Builder
+		for {
+			select {
+			case p, ok := <-r.parts:
+				if !ok {
+					r.done <- nil
+					return all.String(), nil
+				}
+				all.WriteString(p)
+				if err := agency.Emit(ctx, p); err != nil {
+					r.done <- err
+					return "", err
+				}
+			case <-ctx.Done():
+				r.done <- ctx.Err()
+				return "", ctx.Err()
+			}
+		}
+	}, agency.AccessBySender(map[string]agency.Access{"GroupChatManager": agency.Permitted}, agency.Denied))
+	if err := f.sp.Add(t.Context(), a); err != nil {
+		t.Fatal(err)
+	}
+	planID, steps := f.start()
+	_, events := f.subscribe("/plans/"+planID+"/events", u1)
+	if ev := f.next(events); ev.name != "open" {
+		t.Fatalf("first event: %+v", ev)
+	}
+	f.ok("POST", "/human_feedback", fmt.Sprintf(`{"step_id":%q,"plan_id":%q,"session_id":"s1","approved":true}`, steps[0]["id"], planID))
+	first := <-runs
+	first.parts <- "Once "
+	if ev := f.next(events); ev.name != "part" || ev.data["text"] != "Once " {
+		t.Fatalf("the first run's part: %+v", ev)
+	}
+	if err := f.sp.Remove(t.Context(), "GroupChatManager"); err != nil {
+		t.Fatal(err)
+	}
+	if _, more := <-events; more {
+		t.Error("the watch goes on without its coordinator")
+	}
+	// The first run is told to stop (nobody reads its parts: its next part
+	// finds the coordinator gone, if the [cancel] of the stream has not
+	// come first), and answers nobody.
+	select {
+	case first.parts <- "upon ":
+	case err := <-first.done:
+		first.done <- err
+	}
+	if err := <-first.done; !errors.Is(err, context.Canceled) && !errors.Is(err, agency.ErrStreamClosed) {
+		t.Fatalf("the first run after the coordinator left: %v", err)
+	}
+	coord, err := plan.NewCoordinator("GroupChatManager", st, plan.Lease(300*time.Millisecond), plan.Logger(testLogger(t)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.sp.Add(t.Context(), coord.Agent()); err != nil {
+		t.Fatal(err)
+	}
+	var again run
+	select {
+	case again = <-runs:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the step was not sent again")
+	}
+	if again.key != first.key || again.key != steps[0]["id"] {
+		t.Errorf("idempotency keys: %q then %q, want the step id %v", first.key, again.key, steps[0]["id"])
+	}
+	_, events = f.subscribe("/plans/"+planID+"/events", u1)
+	if ev := f.next(events); ev.name != "open" {
+		t.Fatalf("first event: %+v", ev)
+	}
+	again.parts <- "Once upon a time."
+	if ev := f.next(events); ev.name != "part" || ev.data["seq"] != float64(1) || ev.data["text"] != "Once upon a time." {
+		t.Fatalf("the second run's part: %+v", ev)
+	}
+	close(again.parts)
+	if err := <-again.done; err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		s := f.stepOf(planID)
+		if s["status"] == "completed" {
+			if s["agent_reply"] != "Once upon a time." || s["attempts"] != float64(2) {
+				t.Errorf("the step: %v", s)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the step is %v", s)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }
