@@ -35,8 +35,9 @@ const DefaultStreamBuffer = 1024
 type StreamOption func(*streamConfig)
 
 type streamConfig struct {
-	buffer int
-	sent   func(error)
+	buffer   int
+	sent     func(error)
+	noCancel bool // StreamCancel(false)
 }
 
 // StreamBuffer sets how many parts the stream holds that the caller has not
@@ -57,6 +58,19 @@ func StreamBuffer(n int) StreamOption {
 // the request has left while the loop goes on waiting for the answer.
 func StreamSent(f func(err error)) StreamOption {
 	return func(c *streamConfig) { c.sent = f }
+}
+
+// StreamCancel(false) makes stopping the loop early leave the responder
+// alone: no [cancel] is sent, its action runs on, and its answer, which
+// nobody waits for then, goes to the caller's ValueHandler or ErrorHandler
+// as the answer to a Send does. It is for a caller that listens in on a
+// request that must run whatever becomes of the listener (a step an
+// outbox relay sends, whose sender may leave and come back). Parts that
+// come after the loop has stopped are still answered with a [cancel], as
+// for any stream nobody reads. Default true: stopping tells the responder
+// to stop.
+func StreamCancel(on bool) StreamOption {
+	return func(c *streamConfig) { c.noCancel = !on }
 }
 
 // Emit sends part, a value that encodes to JSON, to the caller of the action
@@ -516,7 +530,7 @@ func (a *Agent) stream(ctx context.Context, m *Message, opts []StreamOption, yie
 	if err := c.router.Route(ctx, m); err != nil {
 		if ctx.Err() != nil {
 			err = requestError(ctx, m.To, m.Action)
-			if c.native(m.To) {
+			if c.native(m.To) && !cfg.noCancel {
 				// The context ended while the space made sure of the
 				// request (in amqpspace, waiting for the broker's
 				// confirm): it may have gone out all the same.
@@ -530,7 +544,7 @@ func (a *Agent) stream(ctx context.Context, m *Message, opts []StreamOption, yie
 	sent(nil)
 	answered := false
 	defer func() {
-		if answered {
+		if answered || cfg.noCancel {
 			return
 		}
 		st.mu.Lock()

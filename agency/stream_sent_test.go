@@ -68,3 +68,54 @@ func TestStreamSent(t *testing.T) {
 		t.Errorf("StreamSent called %d times with %v, want once with ErrNoRecipient", calls, sentErr)
 	}
 }
+
+// answerHook takes the answers nobody waits for.
+type answerHook struct{ got chan string }
+
+func (h answerHook) HandleActionValue(_ context.Context, m *agency.Message) {
+	v, _ := agency.Value[string](m)
+	h.got <- v
+}
+
+// With StreamCancel(false), a caller that stops early leaves the
+// responder alone: its action runs on, its context not cancelled, and its
+// answer reaches the caller's ValueHandler.
+func TestStreamCancelOff(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	sp := space.NewLocal()
+	defer sp.Close(ctx)
+	started, release := make(chan struct{}), make(chan struct{})
+	w := agency.MustNewAgent("Worker")
+	agency.Handle(w, "work", func(ctx context.Context, _ struct{}) (string, error) {
+		close(started)
+		<-release
+		if err := ctx.Err(); err != nil {
+			return "", err
+		}
+		return "done", nil
+	})
+	hook := answerHook{got: make(chan string, 1)}
+	caller := agency.MustNewAgent("Caller", agency.Hooks(hook))
+	for _, a := range []*agency.Agent{w, caller} {
+		if err := sp.Add(ctx, a); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sctx, stop := context.WithCancel(ctx)
+	go func() { <-started; stop() }()
+	for _, err := range caller.Stream(sctx, "Worker", "work", nil, agency.StreamCancel(false)) {
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("the stopped loop yielded %v", err)
+		}
+	}
+	close(release)
+	select {
+	case v := <-hook.got:
+		if v != "done" {
+			t.Errorf("the answer: %q", v)
+		}
+	case <-ctx.Done():
+		t.Fatal("no answer reached the ValueHandler")
+	}
+}

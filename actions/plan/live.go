@@ -249,7 +249,10 @@ func (c *Coordinator) followStep(ctx context.Context, cancel context.CancelFunc,
 	defer cancel()
 	defer c.live.end(m.ID, planID, stepID)
 	to := m.To
-	for r, err := range a.StreamMessage(ctx, m, agency.StreamSent(sent)) {
+	// The step runs whatever becomes of this stream, as a step forwarded
+	// did: its stream ends with the coordinator, and its answer then goes
+	// to the hooks (of the coordinator that is back, say).
+	for r, err := range a.StreamMessage(ctx, m, agency.StreamSent(sent), agency.StreamCancel(false)) {
 		if err != nil {
 			var ae *agency.ActionError
 			if errors.As(err, &ae) && ctx.Err() == nil && !c.halted.Load() {
