@@ -128,3 +128,40 @@ func equal(a, b []string) bool {
 	}
 	return true
 }
+
+// A stream is a request to the SendObserver, with the outcome its loop
+// ends with, and its request carries the observer's trace.
+func TestObserveStream(t *testing.T) {
+	w := &watcher{done: make(chan struct{}, 16)}
+	writer := agency.MustNewAgent("Writer")
+	agency.Handle(writer, "write", func(ctx context.Context, _ struct{}) (string, error) {
+		if err := agency.Emit(ctx, "a part"); err != nil {
+			return "", err
+		}
+		return agency.Traceparent(ctx), nil
+	})
+	agency.Handle(writer, "fail", func(context.Context, struct{}) (string, error) { return "", errors.New("no") })
+	caller := agency.MustNewAgent("Caller", agency.Hooks(w))
+	joinLocal(t, writer, caller)
+	ctx := context.Background()
+	var last *agency.Message
+	for m, err := range caller.Stream(ctx, "Writer", "write", struct{}{}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		last = m
+	}
+	if tp, _ := agency.Value[string](last); tp != tpOther {
+		t.Errorf("the stream's request carried traceparent %q, want the observer's %q", tp, tpOther)
+	}
+	for _, err := range caller.Stream(ctx, "Writer", "fail", struct{}{}) {
+		if err == nil {
+			t.Fatal("the failing stream ended without an error")
+		}
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if want := []string{"write request ok", "fail request action_failed"}; !equal(w.sent, want) {
+		t.Errorf("sends seen:\n%q\nwant\n%q", w.sent, want)
+	}
+}

@@ -517,6 +517,21 @@ func (a *Agent) stream(ctx context.Context, m *Message, opts []StreamOption, yie
 		yield(nil, err)
 		return
 	}
+	if a.hooks.send != nil {
+		// A stream is a request to the observer, whose outcome is what
+		// the loop ends with.
+		var done func(error)
+		ctx, done = a.observeSend(ctx, m, true)
+		var outcome error
+		next := yield
+		yield = func(r *Message, err error) bool {
+			if err != nil {
+				outcome = err
+			}
+			return next(r, err)
+		}
+		defer func() { done(outcome) }()
+	}
 	a.carryTrace(ctx, m)
 	if ctx.Err() != nil {
 		err := requestError(ctx, m.To, m.Action)
