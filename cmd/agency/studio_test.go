@@ -148,6 +148,10 @@ func TestStudioBrowser(t *testing.T) {
 	err = chromedp.Run(ctx,
 		chromedp.Click(add+` input.as-json`, chromedp.ByQuery),
 		chromedp.SetValue(add+` textarea[name="__raw__"]`, `{"a":"x","b":2}`, chromedp.ByQuery),
+		// A survey of the agents meanwhile (every 30 s, or when a new
+		// agent shows up) keeps what was typed.
+		chromedp.Click(`#refresh`, chromedp.ByQuery),
+		chromedp.Poll(`document.querySelector("#agents-note").textContent === ""`, nil),
 		chromedp.Click(add+` button[type="submit"]`, chromedp.ByQuery),
 		chromedp.WaitVisible(add+` .result[data-state="error"][data-error-type="invalid_args"]`, chromedp.ByQuery),
 		chromedp.Text(add+` .result`, &errText, chromedp.ByQuery),

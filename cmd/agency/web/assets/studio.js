@@ -66,7 +66,11 @@
 
   function renderAgents() {
     const box = $("#agents");
-    const open = new Set([...box.querySelectorAll("details[open]")].map((d) => d.dataset.key));
+    // An action whose help has not changed keeps its element, and with it
+    // what the user has typed, opened or been answered: a survey (every
+    // 30 s, or when a new agent shows up) must not wipe a form being
+    // filled in.
+    const prev = new Map([...box.querySelectorAll("details.action")].map((d) => [d.dataset.key, d]));
     box.replaceChildren();
     const ids = Object.keys(state.agents).sort();
     $("#agents-note").textContent = ids.length ? "" : "No agent answered. Start one, then refresh.";
@@ -78,11 +82,18 @@
       for (const name of names) {
         const key = id + "." + name;
         const h = actions[name] || {};
-        const d = el("details", { class: "action", "data-key": key, "data-action": name, open: open.has(key) },
+        const sig = JSON.stringify(h);
+        const had = prev.get(key);
+        if (had && had.dataset.sig === sig) {
+          art.append(had);
+          continue;
+        }
+        const d = el("details", { class: "action", "data-key": key, "data-action": name, open: had ? had.open : false },
           el("summary", {}, el("b", { text: name }), " ",
             el("span", { class: "desc", text: (h.description || "").split("\n")[0] }),
             h.access && h.access !== "permitted" ? el("span", { class: "access", text: h.access }) : null),
           actionForm(id, name, h));
+        d.dataset.sig = sig;
         art.append(d);
       }
       box.append(art);
