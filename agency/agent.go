@@ -185,7 +185,7 @@ func (a *Agent) ID() string { return a.id }
 // A message sent while a trace is under way carries its traceparent (see
 // [Traceparent]).
 func (a *Agent) Send(ctx context.Context, to, action string, args any) (string, error) {
-	m := newSentMessage()
+	m := newMessage()
 	m.To, m.Action, m.Args = to, action, args
 	return a.SendMessage(ctx, m)
 }
@@ -253,7 +253,7 @@ func (c *conn) noRecipient(m *Message) {
 // Request may be called from inside an action: responses never wait behind
 // the agent's queue.
 func (a *Agent) Request(ctx context.Context, to, action string, args any) (*Message, error) {
-	m := newSentMessage() // as Send makes them
+	m := newMessage() // as Send makes them
 	m.To, m.Action, m.Args = to, action, args
 	return a.RequestMessage(ctx, m)
 }

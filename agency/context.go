@@ -168,10 +168,7 @@ func claimContext(c *conn, m *Message) {
 	}
 }
 
-// handlerOf returns the conn whose handler has m as its context, or nil.
-func handlerOf(m *Message) *conn { return m.handler }
-
-func (s *sentContext) parent() context.Context { return handlerOf(&s.Message).baseContext() }
+func (s *sentContext) parent() context.Context { return s.handler.baseContext() }
 
 func (s *sentContext) Deadline() (time.Time, bool) { return s.parent().Deadline() }
 
@@ -201,7 +198,7 @@ func fromContext(ctx context.Context) handling {
 	case *actionContext:
 		return handling{conn: c.conn, msg: c.msg}
 	case *sentContext:
-		return handling{conn: handlerOf(&c.Message), msg: &c.Message}
+		return handling{conn: c.handler, msg: &c.Message}
 	}
 	return handling{}
 }

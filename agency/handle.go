@@ -279,7 +279,7 @@ func (c *conn) handle(m *Message) {
 // sentContext returns m itself as its handler's context, when it was
 // claimed for c on delivery (see claimable).
 func (c *conn) sentContext(m *Message) *sentContext {
-	if handlerOf(m) != c {
+	if m.handler != c {
 		return nil
 	}
 	return (*sentContext)(unsafe.Pointer(m))
@@ -505,7 +505,7 @@ func (c *conn) reply(ctx context.Context, m *Message, action string, args any) e
 		// whatever the handler or the input made of it.
 		args = &ActionError{Type: ae.Type, Text: limitErrorText(ae.Text)}
 	}
-	r := newSentMessage()
+	r := newMessage()
 	r.To, r.From, r.ParentID, r.Action, r.Args = m.From, c.agent.id, m.ID, action, args
 	if m.Stream {
 		r.Seq = c.answered(m) // the parts before it: the caller tells a gap by it

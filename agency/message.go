@@ -308,10 +308,10 @@ func idBlockFor(first uint64) *idBlock {
 	}
 }
 
-// newSentMessage returns a message with a new id.
-func newSentMessage() *Message { return newSentMessageNumbered(idCounter.Add(1)) }
+// newMessage returns a message with a new id.
+func newMessage() *Message { return newMessageNumbered(idCounter.Add(1)) }
 
-// newSentMessageNumbered returns a message with the id numbered n.
-func newSentMessageNumbered(n uint64) *Message {
+// newMessageNumbered returns a message with the id numbered n.
+func newMessageNumbered(n uint64) *Message {
 	return &Message{ID: idString(n)}
 }

@@ -63,7 +63,7 @@ func TestSentMessageIDs(t *testing.T) {
 		seen[id] = true
 	}
 	for range 100 {
-		add(newSentMessage().ID)
+		add(newMessage().ID)
 		add(NewID())
 	}
 	// The counter only goes up: jumping ahead keeps every id unique.
@@ -71,7 +71,7 @@ func TestSentMessageIDs(t *testing.T) {
 		idCounter.Store(1<<60 - 3)
 	}
 	for range 4 {
-		add(newSentMessage().ID)
+		add(newMessage().ID)
 		add(NewID())
 	}
 }
@@ -96,7 +96,7 @@ func TestIDsConcurrently(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for range each {
-				ids[g] = append(ids[g], newSentMessage().ID)
+				ids[g] = append(ids[g], newMessage().ID)
 			}
 		}()
 	}

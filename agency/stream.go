@@ -203,7 +203,7 @@ func (em *emitter) emit(ctx context.Context, c *conn, part any) error {
 		return em.closed
 	}
 	m := em.msg
-	p := newSentMessage()
+	p := newMessage()
 	p.To, p.From, p.ParentID, p.Action, p.Args, p.Seq = m.From, c.agent.id, m.ID, PartAction, part, em.seq+1
 	if err := p.check(true); err != nil {
 		return err
@@ -420,7 +420,7 @@ const cancelTimeout = 5 * time.Second
 func (c *conn) sendCancel(to, id string) {
 	ctx, cancel := context.WithTimeout(context.Background(), cancelTimeout)
 	defer cancel()
-	m := newSentMessage()
+	m := newMessage()
 	m.To, m.From, m.ParentID, m.Action, m.NoReply = to, c.agent.id, id, CancelAction, true
 	if err := c.router.Route(ctx, m); err != nil && !errors.Is(err, ErrNoRecipient) {
 		c.agent.logger.Debug("agency: [cancel] not delivered", "agent", c.agent.id, "to", to, "parent_id", id, "error", err)
@@ -476,7 +476,7 @@ func (c *conn) native(id string) bool {
 //	}
 func (a *Agent) Stream(ctx context.Context, to, action string, args any, opts ...StreamOption) iter.Seq2[*Message, error] {
 	return func(yield func(*Message, error) bool) {
-		m := newSentMessage()
+		m := newMessage()
 		m.To, m.Action, m.Args = to, action, args
 		a.stream(ctx, m, opts, yield)
 	}

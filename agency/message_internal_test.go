@@ -21,7 +21,7 @@ func TestSentMessageSize(t *testing.T) {
 // context; no other does, and a copy made afterwards is a message
 // delivered to that same recipient.
 func TestClaimContext(t *testing.T) {
-	m := newSentMessageNumbered(12345)
+	m := newMessageNumbered(12345)
 	c1, c2 := &conn{}, &conn{}
 	if c1.sentContext(m) != nil {
 		t.Fatal("a message delivered to no one is a context")
@@ -38,7 +38,7 @@ func TestClaimContext(t *testing.T) {
 	if sc := c1.sentContext(&cp); sc == nil || &sc.Message != &cp || fromContext(sc).conn != c1 || fromContext(sc).msg != &cp {
 		t.Fatal("a copy is not its own context at the same recipient")
 	}
-	if big := newSentMessageNumbered(1 << 40); big.ID != string(appendID(nil, 1<<40)) {
+	if big := newMessageNumbered(1 << 40); big.ID != string(appendID(nil, 1<<40)) {
 		t.Fatalf("an id that does not fit in a slot: %q", big.ID)
 	}
 }
