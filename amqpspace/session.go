@@ -190,10 +190,11 @@ func (s *Space) dial(n node, again bool) (*session, error) {
 		sess.wg.Wait()
 		return nil, err
 	}
-	pub := newPublisher(&sess.wg, ch, s.token, s.cfg.PublishTimeout, sess.fail, sess.sendConfirmedAgain)
-	if !again && !testHookKeepFirst.Load() {
-		pub.born = time.Time{} // never young: nothing is kept
+	var refused func(key string, confirmed []amqp.Publishing) // nil: the channel keeps nothing
+	if again || testHookKeepFirst.Load() {
+		refused = sess.sendConfirmedAgain
 	}
+	pub := newPublisher(&sess.wg, ch, s.token, s.cfg.PublishTimeout, sess.fail, refused)
 	sess.subMu.Lock() // fail reads it under the lock
 	sess.pub = pub
 	sess.subMu.Unlock()
