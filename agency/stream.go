@@ -85,8 +85,11 @@ func StreamCancel(on bool) StreamOption {
 // has confirmed it). It returns an error matching ErrStreamClosed once the
 // caller has stopped reading (it stopped its loop, its context ended, or it
 // fell behind; the action's context is then cancelled as well) or the
-// action has answered. Emit is safe for concurrent use by the goroutines of
-// one action; their parts are numbered in the order they go out.
+// action has answered. A part over the space's size limit is not sent:
+// Emit returns an error matching ErrMessageTooLarge at once, and the stream
+// goes on with the next part, numbered without a gap. Emit is safe for
+// concurrent use by the goroutines of one action; their parts are numbered
+// in the order they go out.
 func Emit(ctx context.Context, part any) error {
 	h := fromContext(ctx)
 	if h.conn == nil || h.msg == nil || h.msg.IsResponse() {

@@ -2,6 +2,7 @@ package spacetest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"regexp"
 	"strconv"
@@ -56,6 +57,7 @@ func SizeLimited(limit int, newSpace func(t *testing.T) space.Space) Option {
 // limitsTests run on the space that SizeLimited makes.
 var limitsTests = []test{
 	{"ResponseTooLarge", testResponseTooLarge},
+	{"PartTooLarge", testPartTooLarge},
 }
 
 // sizeInText finds the "N bytes" in an error text.
@@ -89,5 +91,37 @@ func testResponseTooLarge(e *env) {
 
 	if got := call[string](e, caller, big.ID(), "small", nil); got != "ok" {
 		e.t.Errorf("small after the large response = %q, want \"ok\"", got)
+	}
+}
+
+// A part too large to send fails the handler's Emit at once with an
+// error matching ErrMessageTooLarge, so the handler can split it or give
+// up; nothing of it reaches the caller, whose stream goes on with the
+// next part and the answer, numbered without a gap.
+func testPartTooLarge(e *env) {
+	emitted := make(chan error, 1)
+	w := e.newAgent("Writer")
+	agency.Handle(w, "write", func(ctx context.Context, _ empty) (string, error) {
+		if err := agency.Emit(ctx, "p1"); err != nil {
+			return "", err
+		}
+		emitted <- agency.Emit(ctx, strings.Repeat("x", e.limit))
+		if err := agency.Emit(ctx, "p2"); err != nil {
+			return "", err
+		}
+		return "done", nil
+	})
+	caller := e.newAgent("Reader")
+	e.add(w, caller)
+	s := drain(e, caller.Stream(e.ctx(), w.ID(), "write", nil))
+	if err := <-emitted; !errors.Is(err, agency.ErrMessageTooLarge) {
+		e.t.Errorf("Emit of a part over the limit: %v, want an error matching ErrMessageTooLarge", err)
+	}
+	if s.err != nil {
+		e.t.Fatalf("stream: %v (after parts %q)", s.err, s.parts)
+	}
+	wantInOrder(e, s)
+	if len(s.parts) != 2 || s.answer == nil || value[string](e.t, s.answer) != "done" || s.answer.Seq != 2 {
+		e.t.Fatalf("parts %q and answer %v, want p1, p2 and \"done\" counting 2 parts", s.parts, s.answer)
 	}
 }
