@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 	"time"
 	"unsafe"
+
+	"github.com/seed72275b23/agency-go/internal/stack"
 )
 
 // Deliver hands an incoming message to the agent. It never blocks on the
@@ -125,7 +127,7 @@ func (c *conn) deliver() {
 	// yielding there only doubles the scheduler's work for a broadcast to
 	// many agents.
 	linger, lingered, handled := false, false, 0
-	grown := false // see growStack
+	grown := false // see fromWire
 	var done batch // the batch handled last, whose storage the next take gives back
 	paced := false
 	for {
@@ -163,7 +165,7 @@ func (c *conn) deliver() {
 					linger = true
 				}
 				if !grown && fromWire(it.m) {
-					growStack() // before fire, which may acknowledge it over the wire
+					stack.Grow16K() // before fire, which may acknowledge it over the wire
 					grown = true
 				}
 				if c.agent.concurrency <= 1 {
@@ -198,7 +200,7 @@ func (c *conn) dispatch(it item) {
 	go func() {
 		defer func() { <-cc.sem; cc.workers.Done() }()
 		if fromWire(it.m) {
-			growStack()
+			stack.Grow16K()
 		}
 		c.handle(it.m)
 		for key != "" {
@@ -559,32 +561,15 @@ func (c *conn) replyFailed(ctx context.Context, m *Message, action string, err e
 }
 
 // fromWire reports whether m's arguments are JSON text, as a message that
-// came over a wire has them: handling it decodes them, and answering it
-// encodes the answer, which go deeper than a goroutine's first stack.
+// came over a wire has them: handling it decodes them, answering it
+// encodes the answer, and taking it acknowledges it to the wire, which go
+// deeper than a goroutine's first stack. A goroutine that handles one
+// grows its stack first, once (package stack): measured on amqpspace's
+// 16 concurrent requesters, the runtime's copying of stacks went from
+// about 5 % of the process's CPU to 1 % (docs/performance.md). In
+// process, where arguments are Go values and nothing is encoded, the
+// stack is left to grow as it needs.
 func fromWire(m *Message) bool {
 	_, raw := m.Args.(json.RawMessage)
 	return raw
 }
-
-// growStack makes the calling goroutine's stack at least 16 KiB while it
-// is still shallow. A goroutine that handles messages starts with a small
-// stack, and decoding a message's arguments and encoding its answer make
-// the runtime grow it, by copying, a few times over, each copy adjusting
-// every frame on the stack by then; an 8 KiB frame at the start makes it
-// grow once, with few frames to adjust. Called once per goroutine, for a
-// message from a wire (see fromWire); in process, where nothing is
-// encoded, it would only cost. Measured on amqpspace's 16 concurrent
-// requesters: the runtime's stack copying went from about 5 % of the
-// process's CPU to 1 %, and the CPU a request from 139 to 134 µs (median
-// of five runs each, docs/performance.md).
-//
-//go:noinline
-func growStack() {
-	var frame [8 << 10]byte
-	keepFrame(frame[:])
-}
-
-// keepFrame keeps growStack's frame from being optimized away.
-//
-//go:noinline
-func keepFrame([]byte) {}

@@ -22,6 +22,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/seed72275b23/agency-go/agency"
+	"github.com/seed72275b23/agency-go/internal/stack"
 )
 
 // Connector makes a new transport to an MCP server each time it is
@@ -434,7 +435,11 @@ func checkActionName(name string) error {
 // handler returns the action's handler of a tool.
 func (c *Client) handler(ct *clientTool) agency.JSONHandler {
 	return func(ctx context.Context, args json.RawMessage) (any, error) {
-		growStack()
+		// The validation and go-sdk's call go deep, on a goroutine of the
+		// agent's that starts with a small stack: grown here at once
+		// (package stack), the median call in BenchmarkJoinedServer went
+		// from 1.24x-1.30x of go-sdk's own client to 1.12x-1.26x.
+		stack.Grow32K()
 		if ct.validate != nil {
 			var v any
 			if err := json.Unmarshal(args, &v); err != nil {
@@ -469,27 +474,6 @@ func (c *Client) handler(ct *clientTool) agency.JSONHandler {
 		return resultValue(res)
 	}
 }
-
-// growStack makes the calling goroutine's stack at least 32 KiB, while
-// the stack is still shallow. A call runs on a goroutine of the agent's,
-// which starts with a small stack, and the schema validation and go-sdk's
-// call below go deep enough to make the runtime grow it, by copying, a
-// few times over on every call, each copy adjusting every frame on the
-// stack by then; a 16 KiB frame here makes it grow once, with few frames
-// to adjust. Measured in BenchmarkJoinedServer (docs/performance.md): the
-// call's median went from 1.24x to 1.30x of go-sdk's own client to 1.12x
-// to 1.18x.
-//
-//go:noinline
-func growStack() {
-	var frame [16 << 10]byte
-	keepFrame(frame[:])
-}
-
-// keepFrame keeps growStack's frame from being optimized away.
-//
-//go:noinline
-func keepFrame([]byte) {}
 
 // resultValue is what a call of a tool returns.
 func resultValue(res *sdk.CallToolResult) (any, error) {
