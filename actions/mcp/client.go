@@ -437,8 +437,9 @@ func (c *Client) handler(ct *clientTool) agency.JSONHandler {
 	return func(ctx context.Context, args json.RawMessage) (any, error) {
 		// The validation and go-sdk's call go deep, on a goroutine of the
 		// agent's that starts with a small stack: grown here at once
-		// (package stack), the median call in BenchmarkJoinedServer went
-		// from 1.24x-1.30x of go-sdk's own client to 1.12x-1.26x.
+		// (package stack), BenchmarkJoinedServer's median call went from
+		// 1.24x-1.30x of go-sdk's own client to 1.12x-1.18x (see
+		// docs/performance.md, MCP).
 		stack.Grow32K()
 		if ct.validate != nil {
 			var v any

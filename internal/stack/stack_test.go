@@ -14,10 +14,11 @@ func TestGrowDoesNotAllocate(t *testing.T) {
 	}
 }
 
-// A fresh goroutine that goes some 8 to 12 KiB deep (64 frames of at least 128 bytes) has its stack moved (grown
-// by copying) on the way; after Grow16K or Grow32K it has not, since the
-// stack is large enough already. A variable of the goroutine's first
-// frame tells: its address changes when the stack is copied.
+// A fresh goroutine that goes 64 frames of at least 128 bytes deep has
+// its stack moved (grown by copying) on the way; after Grow16K or Grow32K
+// it has not, since the stack is large enough already. A variable of the
+// goroutine's first frame tells: its address changes when the stack is
+// copied.
 func TestGrowAheadOfNeed(t *testing.T) {
 	moved := func(grow func()) bool {
 		done := make(chan bool)
