@@ -321,6 +321,18 @@ func (c *Coordinator) watchPlan(ctx context.Context, q front.Watch) (front.Recei
 			return front.Receipt{}, err
 		}
 	}
+	// pass emits e, the next event from w; done when w was dropped (its
+	// watcher fell behind) or the caller stopped reading, with what to
+	// return then.
+	pass := func(e front.LiveEvent, ok bool) (r front.Receipt, done bool, err error) {
+		if !ok {
+			return front.Receipt{Status: front.WatchAgain, PlanID: id}, true, nil
+		}
+		if err := agency.Emit(ctx, e); err != nil {
+			return front.Receipt{}, true, err
+		}
+		return front.Receipt{}, false, nil
+	}
 	// The plan is read again at each change made here, and every second
 	// for a change made by another replica.
 	tick := time.NewTicker(time.Second)
@@ -328,11 +340,8 @@ func (c *Coordinator) watchPlan(ctx context.Context, q front.Watch) (front.Recei
 	for {
 		select {
 		case e, ok := <-w.ch:
-			if !ok {
-				return front.Receipt{Status: front.WatchAgain, PlanID: id}, nil
-			}
-			if err := agency.Emit(ctx, e); err != nil {
-				return front.Receipt{}, err
+			if r, done, err := pass(e, ok); done {
+				return r, err
 			}
 			continue
 		case <-changed:
@@ -347,16 +356,12 @@ func (c *Coordinator) watchPlan(ctx context.Context, q front.Watch) (front.Recei
 			for { // what came before the end
 				select {
 				case e, ok := <-w.ch:
-					if !ok {
-						return front.Receipt{Status: front.WatchAgain, PlanID: id}, nil
+					if r, done, err := pass(e, ok); done {
+						return r, err
 					}
-					if err := agency.Emit(ctx, e); err != nil {
-						return front.Receipt{}, err
-					}
-					continue
 				default:
+					return front.Receipt{Status: front.WatchFinished, PlanID: id}, nil
 				}
-				return front.Receipt{Status: front.WatchFinished, PlanID: id}, nil
 			}
 		}
 	}
