@@ -92,6 +92,9 @@ func Run(t *testing.T, newSpace func(t *testing.T) space.Space, opts ...Option) 
 		t.Run(g.name, func(t *testing.T) {
 			for _, tt := range g.tests {
 				t.Run(tt.name, func(t *testing.T) {
+					if o.parallel {
+						t.Parallel()
+					}
 					e := newEnv(t, newSpace)
 					e.otherDialects = o.otherDialects
 					tt.run(e)
@@ -105,6 +108,9 @@ func Run(t *testing.T, newSpace func(t *testing.T) space.Space, opts ...Option) 
 		}
 		for _, tt := range limitsTests {
 			t.Run(tt.name, func(t *testing.T) {
+				if o.parallel {
+					t.Parallel()
+				}
 				e := newEnv(t, o.limitedSpace)
 				e.limit = o.limit
 				tt.run(e)
