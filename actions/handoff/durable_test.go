@@ -187,6 +187,10 @@ func TestDurableTurns(t *testing.T) {
 	for _, db := range []string{"SQLite", "PostgreSQL"} {
 		for _, at := range durableKills {
 			t.Run(db+"/"+at, func(t *testing.T) {
+				// Each kill point has its own store, exchange and
+				// agents: they run side by side, mostly waiting for
+				// processes to start.
+				t.Parallel()
 				spec, open := stores[db](t)
 				for round := range rounds {
 					durableRound(t, url, spec, open, at, fmt.Sprintf("c%d", round))
