@@ -30,7 +30,7 @@ func TestConformanceInterop(t *testing.T) {
 		return newSpace(t, amqpspace.Config{Interop: amqpspace.InteropOperandAgency})
 	}, spacetest.SizeLimited(64<<10, func(t *testing.T) space.Space {
 		return newSpace(t, amqpspace.Config{Interop: amqpspace.InteropOperandAgency, MaxMessageSize: 64 << 10})
-	}), spacetest.OtherDialects(), spacetest.Parallel())
+	}), spacetest.OtherDialects())
 }
 
 // kombuProperties are the AMQP properties of a message operand/agency

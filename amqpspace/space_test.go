@@ -18,7 +18,7 @@ func TestConformance(t *testing.T) {
 		return newSpace(t, amqpspace.Config{})
 	}, spacetest.SizeLimited(64<<10, func(t *testing.T) space.Space {
 		return newSpace(t, amqpspace.Config{MaxMessageSize: 64 << 10})
-	}), spacetest.Parallel())
+	}))
 }
 
 // An Add that overlaps Close either fails with ErrClosed or lets in an

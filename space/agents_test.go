@@ -19,7 +19,7 @@ import (
 func TestLocalCollidingHashes(t *testing.T) {
 	for _, mask := range []uint64{0, 1} {
 		t.Run(fmt.Sprintf("mask %d", mask), func(t *testing.T) {
-			spacetest.Run(t, func(*testing.T) space.Space { return space.NewLocalColliding(mask) }, spacetest.Parallel())
+			spacetest.Run(t, func(*testing.T) space.Space { return space.NewLocalColliding(mask) })
 		})
 	}
 }

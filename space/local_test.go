@@ -24,8 +24,7 @@ func TestMain(m *testing.M) {
 
 func TestLocal(t *testing.T) {
 	spacetest.Run(t, func(*testing.T) space.Space { return space.NewLocal() },
-		spacetest.SizeLimited(64<<10, func(*testing.T) space.Space { return space.NewLocal(space.MaxMessageSize(64 << 10)) }),
-		spacetest.Parallel())
+		spacetest.SizeLimited(64<<10, func(*testing.T) space.Space { return space.NewLocal(space.MaxMessageSize(64 << 10)) }))
 }
 
 // A wrong option is reported by NewLocal, which applies it, with an error

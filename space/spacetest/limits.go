@@ -21,21 +21,6 @@ type options struct {
 	limitedSpace func(t *testing.T) space.Space
 	// otherDialects: see OtherDialects.
 	otherDialects bool
-	// parallel: see Parallel.
-	parallel bool
-}
-
-// Parallel runs the suite's tests in parallel with each other (each on a
-// space of its own, as always), for a space whose constructor may be
-// called from several tests at once and whose spaces do not share what
-// one test could see of another's (amqpspace: an exchange per space). A
-// space over a wire spends most of a test waiting for round trips, so
-// the suite takes a fraction of the time.
-func Parallel() Option {
-	return func(o *options) error {
-		o.parallel = true
-		return nil
-	}
 }
 
 // OtherDialects tells the suite that the space may carry agents of

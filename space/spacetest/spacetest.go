@@ -92,9 +92,6 @@ func Run(t *testing.T, newSpace func(t *testing.T) space.Space, opts ...Option) 
 		t.Run(g.name, func(t *testing.T) {
 			for _, tt := range g.tests {
 				t.Run(tt.name, func(t *testing.T) {
-					if o.parallel {
-						t.Parallel()
-					}
 					e := newEnv(t, newSpace)
 					e.otherDialects = o.otherDialects
 					tt.run(e)
@@ -108,9 +105,6 @@ func Run(t *testing.T, newSpace func(t *testing.T) space.Space, opts ...Option) 
 		}
 		for _, tt := range limitsTests {
 			t.Run(tt.name, func(t *testing.T) {
-				if o.parallel {
-					t.Parallel()
-				}
 				e := newEnv(t, o.limitedSpace)
 				e.limit = o.limit
 				tt.run(e)
