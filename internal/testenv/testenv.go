@@ -10,11 +10,14 @@
 package testenv
 
 import (
+	"flag"
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"sync"
@@ -134,6 +137,118 @@ func appending(fdinfo string) bool {
 		if v, ok := strings.CutPrefix(line, "flags:"); ok {
 			flags, err := strconv.ParseUint(strings.TrimSpace(v), 8, 64)
 			return err == nil && flags&uint64(os.O_APPEND) != 0
+		}
+	}
+	return false
+}
+
+// WaitingTests lets a package's parallel tests run n at a time, not one
+// per CPU, unless the command line sets -parallel: for tests that spend
+// their time waiting on a broker, on other processes or on deadlines, not
+// on the CPU. TestMain calls it before m.Run.
+func WaitingTests(n int) {
+	if !flag.Parsed() {
+		flag.Parse()
+	}
+	set := false
+	flag.Visit(func(f *flag.Flag) { set = set || f.Name == "test.parallel" })
+	if !set && runtime.GOMAXPROCS(0) < n {
+		_ = flag.Set("test.parallel", strconv.Itoa(n))
+	}
+}
+
+// Programs built by Program, by package and race detector, and the
+// directory that holds them, which removePrograms removes.
+var programs struct {
+	sync.Mutex
+	dir   string
+	built map[string]string
+}
+
+// Program builds the main package pkg (a path as go build takes it, from
+// the test's package directory), with the race detector when the test
+// binary has it, and returns the program's path. It builds each once per
+// test binary: the tests that run the program share it, instead of each
+// linking a binary of its own. TestMain removes them (RemovingPrograms).
+// Without a go command the test skips.
+func Program(t testing.TB, pkg string) string {
+	t.Helper()
+	return program(t, pkg, RaceEnabled())
+}
+
+// ProgramNoRace is Program without the race detector, for a program
+// whose own speed or memory the test measures.
+func ProgramNoRace(t testing.TB, pkg string) string {
+	t.Helper()
+	return program(t, pkg, false)
+}
+
+func program(t testing.TB, pkg string, race bool) string {
+	t.Helper()
+	if _, err := exec.LookPath("go"); err != nil {
+		t.Skipf("no go command to build %s: %v", pkg, err)
+	}
+	programs.Lock()
+	defer programs.Unlock()
+	key := fmt.Sprintf("%s race=%v", pkg, race)
+	if bin, ok := programs.built[key]; ok {
+		return bin
+	}
+	if programs.dir == "" {
+		dir, err := os.MkdirTemp("", "agency-test-programs-")
+		if err != nil {
+			t.Fatal(err)
+		}
+		programs.dir, programs.built = dir, map[string]string{}
+	}
+	bin := filepath.Join(programs.dir, strconv.Itoa(len(programs.built)), filepath.Base(pkg))
+	args := []string{"build", "-o", bin}
+	if race {
+		args = append(args, "-race")
+	}
+	cmd := exec.Command("go", append(args, pkg)...)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go %s: %v\n%s", strings.Join(cmd.Args[1:], " "), err, out)
+	}
+	programs.built[key] = bin
+	return bin
+}
+
+// Runner is what TestMain runs: a *testing.M, or what wraps one.
+type Runner interface{ Run() int }
+
+// RemovingPrograms returns m, made to remove what Program built once its
+// tests have run; for TestMain, as in
+// goleak.VerifyTestMain(testenv.RemovingPrograms(m)).
+func RemovingPrograms(m Runner) Runner { return removing{m} }
+
+type removing struct{ m Runner }
+
+func (r removing) Run() int {
+	defer removePrograms()
+	return r.m.Run()
+}
+
+// removePrograms removes what Program built.
+func removePrograms() {
+	programs.Lock()
+	defer programs.Unlock()
+	if programs.dir != "" {
+		_ = os.RemoveAll(programs.dir)
+		programs.dir, programs.built = "", nil
+	}
+}
+
+// RaceEnabled reports whether the test binary was built with the race
+// detector.
+func RaceEnabled() bool {
+	info, ok := debug.ReadBuildInfo()
+	if !ok {
+		return false
+	}
+	for _, s := range info.Settings {
+		if s.Key == "-race" {
+			return s.Value == "true"
 		}
 	}
 	return false

@@ -2,6 +2,7 @@ package testenv
 
 import (
 	"bytes"
+	"flag"
 	"io"
 	"os"
 	"os/exec"
@@ -172,5 +173,49 @@ func TestNoteShownByGoTest(t *testing.T) {
 	}
 	if !strings.Contains(string(out), "ok  \tgithub.com/seed72275b23/agency-go/internal/testenv") {
 		t.Errorf("go test printed\n%s\nwant the package's ok line", out)
+	}
+}
+
+// Program builds a program once per test binary, and RemovingPrograms
+// removes it once the tests have run.
+func TestProgram(t *testing.T) {
+	bin := Program(t, "./testdata/hello")
+	if again := Program(t, "./testdata/hello"); again != bin {
+		t.Errorf("a second Program built %s again, as %s", bin, again)
+	}
+	if plain := ProgramNoRace(t, "./testdata/hello"); RaceEnabled() == (plain == bin) {
+		t.Errorf("ProgramNoRace gave %s, Program %s, with the race detector %v", plain, bin, RaceEnabled())
+	}
+	out, err := exec.Command(bin).Output()
+	if err != nil || string(out) != "hello\n" {
+		t.Fatalf("the program printed %q, %v", out, err)
+	}
+	ran := false
+	if code := RemovingPrograms(runner(func() int { ran = true; return 3 })).Run(); code != 3 || !ran {
+		t.Errorf("RemovingPrograms's Run returned %d (ran: %v), want the tests' 3", code, ran)
+	}
+	if _, err := os.Stat(bin); !os.IsNotExist(err) {
+		t.Errorf("after the tests, the program is still there: %v", err)
+	}
+}
+
+type runner func() int
+
+func (r runner) Run() int { return r() }
+
+// WaitingTests raises -parallel, unless the command line set it.
+func TestWaitingTests(t *testing.T) {
+	f := flag.Lookup("test.parallel")
+	before := f.Value.String()
+	t.Cleanup(func() { _ = f.Value.Set(before) })
+	set := false
+	flag.Visit(func(f *flag.Flag) { set = set || f.Name == "test.parallel" })
+	want := before
+	if !set && runtime.GOMAXPROCS(0) < 1000 {
+		want = "1000"
+	}
+	WaitingTests(1000)
+	if got := f.Value.String(); got != want {
+		t.Errorf("-parallel is %s after WaitingTests(1000), want %s (set on the command line: %v)", got, want, set)
 	}
 }
