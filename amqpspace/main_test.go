@@ -11,11 +11,15 @@ import (
 
 	"github.com/seed72275b23/agency-go/agency"
 	"github.com/seed72275b23/agency-go/amqpspace/amqptest"
+	"github.com/seed72275b23/agency-go/internal/testenv"
 	"github.com/seed72275b23/agency-go/space"
 )
 
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m)
+	// The slow tests wait, on the broker, on Python and Go processes and
+	// on deadlines, and each has an exchange of its own: four at a time.
+	testenv.WaitingTests(4)
+	goleak.VerifyTestMain(testenv.RemovingPrograms(m))
 }
 
 // The tests talk to a real broker: AMQP_URL, or RabbitMQ on localhost.

@@ -38,7 +38,7 @@ func TestMemoryBounded(t *testing.T) {
 		limitKiB        = 256 << 10
 	)
 	ex := testExchange(t)
-	bin := buildPeerRace(t, false)
+	bin := testenv.ProgramNoRace(t, "./internal/peer")
 	id := randomName("Flooded")
 	// A pipe of the system's, which the child reads directly: with an
 	// io.Pipe, waiting for the child would wait for the copy too.

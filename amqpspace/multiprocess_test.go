@@ -9,8 +9,6 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"path/filepath"
-	"runtime/debug"
 	"slices"
 	"strings"
 	"sync"
@@ -22,6 +20,7 @@ import (
 
 	"github.com/seed72275b23/agency-go/agency"
 	"github.com/seed72275b23/agency-go/amqpspace"
+	"github.com/seed72275b23/agency-go/internal/testenv"
 	"github.com/seed72275b23/agency-go/space"
 )
 
@@ -29,43 +28,11 @@ import (
 // synchronise.
 const peerTimeout = 30 * time.Second
 
-// buildPeer builds the program of internal/peer, with the race detector
-// when this test binary has it, and returns its path.
+// buildPeer returns the program of internal/peer, built once for the
+// test binary, with the race detector when it has it.
 func buildPeer(t *testing.T) string {
 	t.Helper()
-	return buildPeerRace(t, raceEnabled())
-}
-
-// buildPeerRace builds the peer with or without the race detector.
-func buildPeerRace(t *testing.T, race bool) string {
-	t.Helper()
-	if _, err := exec.LookPath("go"); err != nil {
-		t.Skipf("no go command to build the peer: %v", err)
-	}
-	bin := filepath.Join(t.TempDir(), "peer")
-	args := []string{"build", "-o", bin}
-	if race {
-		args = append(args, "-race")
-	}
-	cmd := exec.Command("go", append(args, "./internal/peer")...)
-	cmd.Dir = "." // the test runs in the package's directory
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go %s: %v\n%s", strings.Join(cmd.Args[1:], " "), err, out)
-	}
-	return bin
-}
-
-func raceEnabled() bool {
-	info, ok := debug.ReadBuildInfo()
-	if !ok {
-		return false
-	}
-	for _, s := range info.Settings {
-		if s.Key == "-race" {
-			return s.Value == "true"
-		}
-	}
-	return false
+	return testenv.Program(t, "./internal/peer")
 }
 
 // peer is a running peer process.
@@ -270,6 +237,7 @@ func keys(m map[string]*agency.Message) []string {
 }
 
 func TestMultiProcess(t *testing.T) {
+	t.Parallel()
 	ex := testExchange(t)
 	bin := buildPeer(t)
 	remotes := []string{randomName("RemoteA"), randomName("RemoteB")}
@@ -332,6 +300,7 @@ func TestMultiProcess(t *testing.T) {
 }
 
 func TestShutdownOnSignal(t *testing.T) {
+	t.Parallel()
 	bin := buildPeer(t)
 	for _, tc := range []struct {
 		name string

@@ -142,7 +142,7 @@ func askAll(caller *agency.Agent, ids []string) (int, error) {
 func TestTenThousandAgents(t *testing.T) {
 	testenv.Long(t) // adds 10,000 agents
 	n := manyAgents
-	if raceEnabled() {
+	if testenv.RaceEnabled() {
 		n = 2500
 	}
 	sp := newBigSpace(t, amqpspace.Config{})

@@ -6,8 +6,6 @@ import (
 	"encoding/json"
 	"os"
 	"os/exec"
-	"path/filepath"
-	"runtime/debug"
 	"slices"
 	"strings"
 	"syscall"
@@ -20,32 +18,17 @@ import (
 	"github.com/seed72275b23/agency-go/agency"
 	"github.com/seed72275b23/agency-go/amqpspace"
 	"github.com/seed72275b23/agency-go/amqpspace/amqptest"
+	"github.com/seed72275b23/agency-go/internal/testenv"
 )
 
 // peerTimeout bounds each wait for the peer process: a safety net.
 const peerTimeout = 90 * time.Second
 
-// buildPeer builds internal/peer, with the race detector when this test
-// binary has it, and returns its path.
+// buildPeer returns the program of internal/peer, built once for the
+// test binary, with the race detector when it has it.
 func buildPeer(t *testing.T) string {
 	t.Helper()
-	if _, err := exec.LookPath("go"); err != nil {
-		t.Skipf("no go command to build the peer: %v", err)
-	}
-	bin := filepath.Join(t.TempDir(), "peer")
-	args := []string{"build", "-o", bin}
-	if info, ok := debug.ReadBuildInfo(); ok {
-		for _, s := range info.Settings {
-			if s.Key == "-race" && s.Value == "true" {
-				args = append(args, "-race")
-			}
-		}
-	}
-	cmd := exec.Command("go", append(args, "./internal/peer")...)
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go %s: %v\n%s", strings.Join(cmd.Args[1:], " "), err, out)
-	}
-	return bin
+	return testenv.Program(t, "./internal/peer")
 }
 
 // peerReport is what the peer's agents received (internal/peer's report).

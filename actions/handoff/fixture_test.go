@@ -16,6 +16,7 @@ import (
 	"github.com/seed72275b23/agency-go/actions/openai/openaitest"
 	"github.com/seed72275b23/agency-go/actions/store"
 	"github.com/seed72275b23/agency-go/agency"
+	"github.com/seed72275b23/agency-go/internal/testenv"
 	"github.com/seed72275b23/agency-go/space"
 )
 
@@ -23,7 +24,10 @@ import (
 // agents, relays, turns and HTTP connections must be gone once the spaces
 // close.
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m)
+	// The slow tests wait on processes killed and started again, on the
+	// broker and on the stores, each on its own: four at a time.
+	testenv.WaitingTests(4)
+	goleak.VerifyTestMain(testenv.RemovingPrograms(m))
 }
 
 // safety bounds every wait of a test; no test sleeps to synchronise.

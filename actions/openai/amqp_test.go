@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
-	"runtime/debug"
 	"slices"
 	"strings"
 	"sync"
@@ -20,6 +18,7 @@ import (
 	"github.com/seed72275b23/agency-go/agency"
 	"github.com/seed72275b23/agency-go/amqpspace"
 	"github.com/seed72275b23/agency-go/amqpspace/amqptest"
+	"github.com/seed72275b23/agency-go/internal/testenv"
 )
 
 // The LLM agent uses only agency's public API, so it works unchanged on a
@@ -104,27 +103,11 @@ func TestOnAMQP(t *testing.T) {
 // peerTimeout bounds each wait for the peer process: a safety net.
 const peerTimeout = 60 * time.Second
 
-// buildPeer builds internal/peer, with the race detector when this test
-// binary has it, and returns its path.
+// buildPeer returns the program of internal/peer, built once for the
+// test binary, with the race detector when it has it.
 func buildPeer(t *testing.T) string {
 	t.Helper()
-	if _, err := exec.LookPath("go"); err != nil {
-		t.Skipf("no go command to build the peer: %v", err)
-	}
-	bin := filepath.Join(t.TempDir(), "peer")
-	args := []string{"build", "-o", bin}
-	if info, ok := debug.ReadBuildInfo(); ok {
-		for _, s := range info.Settings {
-			if s.Key == "-race" && s.Value == "true" {
-				args = append(args, "-race")
-			}
-		}
-	}
-	cmd := exec.Command("go", append(args, "./internal/peer")...)
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go %s: %v\n%s", strings.Join(cmd.Args[1:], " "), err, out)
-	}
-	return bin
+	return testenv.Program(t, "./internal/peer")
 }
 
 // peer is a running peer process.
@@ -206,6 +189,7 @@ func (p *peer) stop() {
 // help. It answers a tool call with the conversation of the request;
 // stopped, it is no longer offered at the next turn.
 func TestLateJoinerAcrossProcesses(t *testing.T) {
+	t.Parallel()
 	bin := buildPeer(t)
 	for _, order := range []string{"tool agent after the assistant", "tool agent before the assistant"} {
 		t.Run(order, func(t *testing.T) {
@@ -292,6 +276,7 @@ func TestLateJoinerAcrossProcesses(t *testing.T) {
 // neither sees the other's, and the Assistant's tool requests and answers
 // carry each one's conversation across the broker.
 func TestConversationsAcrossProcesses(t *testing.T) {
+	t.Parallel()
 	bin := buildPeer(t)
 	ex := amqptest.Exchange(t)
 	sp := amqptest.NewSpace(t, amqpspace.Config{Exchange: ex})
@@ -414,6 +399,7 @@ func TestConversationsAcrossProcesses(t *testing.T) {
 // process is never offered; the parameters reach the model, the answer
 // streams, and the usage is summed for the conversation.
 func TestExtensionsAcrossProcesses(t *testing.T) {
+	t.Parallel()
 	bin := buildPeer(t)
 	ex := amqptest.Exchange(t)
 	sp := amqptest.NewSpace(t, amqpspace.Config{Exchange: ex})

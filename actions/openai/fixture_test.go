@@ -15,13 +15,14 @@ import (
 
 	"github.com/seed72275b23/agency-go/actions/openai/openaitest"
 	"github.com/seed72275b23/agency-go/agency"
+	"github.com/seed72275b23/agency-go/internal/testenv"
 	"github.com/seed72275b23/agency-go/space"
 )
 
 // TestMain fails the package's tests if any goroutine outlives them: agents,
 // tool calls and HTTP connections must all be gone once the spaces close.
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m)
+	goleak.VerifyTestMain(testenv.RemovingPrograms(m))
 }
 
 // safety bounds every wait of a test; no test sleeps to synchronise.
