@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"flag"
+	"fmt"
 	"image/png"
 	"io"
 	"net/http"
@@ -158,8 +159,10 @@ func TestStudioBrowser(t *testing.T) {
 		chromedp.WaitVisible(`#timeline tr[data-kind="error"][data-action="add"]`, chromedp.ByQuery),
 		// Only add's traffic, then the latest request and answer.
 		chromedp.SendKeys(`#f-action`, "add", chromedp.ByQuery),
-		chromedp.Text(`#timeline tr[data-kind="request"][data-action="add"]`, &reqRow, chromedp.ByQuery),
-		chromedp.Text(`#timeline tr[data-kind="response"][data-action="add"]`, &respRow, chromedp.ByQuery),
+		// Read in one step in the page: the demo's traffic re-renders the
+		// timeline, and a row found by one command may be gone by the next.
+		chromedp.Poll(rowText(`#timeline tr[data-kind="request"][data-action="add"]`), &reqRow),
+		chromedp.Poll(rowText(`#timeline tr[data-kind="response"][data-action="add"]`), &respRow),
 		chromedp.CaptureScreenshot(&screenshot),
 	)
 	if err != nil {
@@ -259,6 +262,7 @@ func checkScreenshot(t *testing.T, shot []byte, name string) {
 // Studio on a broker: the agents of the exchange, a call, and the
 // timeline's events, through its HTTP API.
 func TestStudioAMQP(t *testing.T) {
+	t.Parallel()
 	url, exchange, calc := calcSpace(t)
 	studio := startStudio(t, url, "--exchange", exchange, "studio", "--addr", "127.0.0.1:0")
 
@@ -463,4 +467,10 @@ func TestStudioPlans(t *testing.T) {
 			t.Errorf("GET %s: %d", path, r.StatusCode)
 		}
 	}
+}
+
+// rowText is a script that gives the text of the first element sel
+// matches, or null while there is none.
+func rowText(sel string) string {
+	return fmt.Sprintf(`(() => { const e = document.querySelector(%q); return e ? e.innerText : null })()`, sel)
 }
