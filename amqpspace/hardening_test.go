@@ -221,6 +221,7 @@ func TestExpirationFromDeadline(t *testing.T) {
 // process was killed are not run when the process comes back: the broker
 // drops them once their deadline has passed, and the agent checks again.
 func TestStaleRequestsNotRunAfterRestart(t *testing.T) {
+	t.Parallel()
 	const stale = 20
 	ex := testExchange(t)
 	bin := buildPeer(t)
@@ -334,6 +335,7 @@ func TestRequestFailsWhenItsConnectionIsLost(t *testing.T) {
 // that the message may have been delivered (ErrUnconfirmed), and it was;
 // a Send with a context that has ended sends nothing, and says so.
 func TestUnconfirmedSend(t *testing.T) {
+	t.Parallel()
 	proxy := newProxy(t, nil)
 	ex := testExchange(t)
 	near := newSpace(t, amqpspace.Config{URL: "amqp://guest:guest@" + proxy.addr + "/", Exchange: ex})

@@ -26,6 +26,7 @@ import (
 // Go↔Go is lossless in the Python-compatible mode: the whole conformance
 // suite passes with every message in operand/agency's shape.
 func TestConformanceInterop(t *testing.T) {
+	t.Parallel()
 	spacetest.Run(t, func(t *testing.T) space.Space {
 		return newSpace(t, amqpspace.Config{Interop: amqpspace.InteropOperandAgency})
 	}, spacetest.SizeLimited(64<<10, func(t *testing.T) space.Space {
@@ -528,6 +529,7 @@ func pyAgents(t *testing.T, exchange string, ids ...string) *amqptest.Python {
 // application/json stops an operand/agency agent's receiving thread for
 // good. (This is why the space publishes text/plain.)
 func TestPythonReceiverDiesOnJSONContentType(t *testing.T) {
+	t.Parallel()
 	ex := testExchange(t)
 	pyID := randomName("Py")
 	py := pyAgents(t, ex, pyID)
@@ -556,6 +558,7 @@ func TestPythonReceiverDiesOnJSONContentType(t *testing.T) {
 // A Python agent's receiver survives Go traffic of every kind, in either
 // mode: sends, broadcasts, requests, responses and errors.
 func TestPythonSurvivesGoTraffic(t *testing.T) {
+	t.Parallel()
 	for _, mode := range []amqpspace.Interop{"", amqpspace.InteropOperandAgency} {
 		t.Run("mode="+string(mode), func(t *testing.T) {
 			ex := testExchange(t)
@@ -673,6 +676,7 @@ func calculator() *agency.Agent {
 // reach Python as operand/agency's ActionError; a send's answer reaches
 // handle_action_value.
 func TestPythonCallsGo(t *testing.T) {
+	t.Parallel()
 	ex := testExchange(t)
 	sp := newSpace(t, amqpspace.Config{Exchange: ex, Interop: amqpspace.InteropOperandAgency})
 	calc := calculator()
@@ -707,6 +711,7 @@ func TestPythonCallsGo(t *testing.T) {
 // A Go agent calls a Python agent's action and gets its value; Python's
 // errors come back with the types their texts imply.
 func TestGoCallsPython(t *testing.T) {
+	t.Parallel()
 	ex := testExchange(t)
 	sp := newSpace(t, amqpspace.Config{Exchange: ex, Interop: amqpspace.InteropOperandAgency})
 	caller := agency.MustNewAgent(randomName("Caller"))
@@ -743,6 +748,7 @@ func TestGoCallsPython(t *testing.T) {
 // help format; a Go help to a Python agent returns its actions as
 // operand/agency describes them.
 func TestHelpAcrossLanguages(t *testing.T) {
+	t.Parallel()
 	ex := testExchange(t)
 	sp := newSpace(t, amqpspace.Config{Exchange: ex, Interop: amqpspace.InteropOperandAgency})
 	calc := calculator()
@@ -800,6 +806,7 @@ func TestHelpAcrossLanguages(t *testing.T) {
 // no_reply, a request whose deadline passed): Go drops those answers
 // without a word.
 func TestUnwantedPythonAnswersDropped(t *testing.T) {
+	t.Parallel()
 	logs := newRecords()
 	ex := testExchange(t)
 	sp := newSpace(t, amqpspace.Config{Exchange: ex, Interop: amqpspace.InteropOperandAgency, Logger: slog.New(logs)})
@@ -837,6 +844,7 @@ func TestUnwantedPythonAnswersDropped(t *testing.T) {
 // An id is unique across both languages: the queues are named after it,
 // and each side refuses an id the other holds.
 func TestIDsUniqueAcrossLanguages(t *testing.T) {
+	t.Parallel()
 	ex := testExchange(t)
 	sp := newSpace(t, amqpspace.Config{Exchange: ex, Interop: amqpspace.InteropOperandAgency})
 	goHeld, pyHeld := randomName("GoHeld"), randomName("PyHeld")
@@ -859,6 +867,7 @@ func TestIDsUniqueAcrossLanguages(t *testing.T) {
 // a call of an action it lacks, and answer with an error. Only the caller's
 // next message reaches the agent.
 func TestStreamToPythonNoCancel(t *testing.T) {
+	t.Parallel()
 	ex := testExchange(t)
 	sp := newSpace(t, amqpspace.Config{Exchange: ex, Interop: amqpspace.InteropOperandAgency})
 	caller := agency.MustNewAgent(randomName("Caller"))

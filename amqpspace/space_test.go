@@ -14,6 +14,7 @@ import (
 )
 
 func TestConformance(t *testing.T) {
+	t.Parallel()
 	spacetest.Run(t, func(t *testing.T) space.Space {
 		return newSpace(t, amqpspace.Config{})
 	}, spacetest.SizeLimited(64<<10, func(t *testing.T) space.Space {

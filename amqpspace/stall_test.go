@@ -17,6 +17,7 @@ import (
 // every Send queued behind it; a write stuck for PublishTimeout fails the
 // connection, and the space reconnects once the broker reads again.
 func TestStalledBroker(t *testing.T) {
+	t.Parallel()
 	proxy := newProxy(t, nil)
 	logs := newLogRecorder()
 	sp := newSpace(t, amqpspace.Config{

@@ -18,6 +18,7 @@ import (
 // stream, whose request waits in the peer's queue behind the first (the
 // peer's agent runs one action at a time); the two share one watch.
 func TestStreamPeerKilled(t *testing.T) {
+	t.Parallel()
 	ex := testExchange(t)
 	bin := buildPeer(t)
 	id := randomName("Streamer")

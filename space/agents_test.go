@@ -17,8 +17,10 @@ import (
 // The conformance suite holds when the ids' hashes collide: all of them,
 // or half of them.
 func TestLocalCollidingHashes(t *testing.T) {
+	t.Parallel()
 	for _, mask := range []uint64{0, 1} {
 		t.Run(fmt.Sprintf("mask %d", mask), func(t *testing.T) {
+			t.Parallel()
 			spacetest.Run(t, func(*testing.T) space.Space { return space.NewLocalColliding(mask) })
 		})
 	}

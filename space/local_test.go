@@ -23,6 +23,7 @@ func TestMain(m *testing.M) {
 }
 
 func TestLocal(t *testing.T) {
+	t.Parallel()
 	spacetest.Run(t, func(*testing.T) space.Space { return space.NewLocal() },
 		spacetest.SizeLimited(64<<10, func(*testing.T) space.Space { return space.NewLocal(space.MaxMessageSize(64 << 10)) }))
 }

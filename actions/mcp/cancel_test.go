@@ -117,6 +117,7 @@ func TestServerCancelReachesAction(t *testing.T) {
 // with an AbortSignal once the action reports progress: the action's
 // context is cancelled, and the client's next call is answered.
 func TestServerCancelTypeScript(t *testing.T) {
+	t.Parallel()
 	nodeBin(t, "mcp-server-everything") // skips without Node and the packages
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()

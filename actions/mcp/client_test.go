@@ -292,6 +292,7 @@ func TestClientEndpoint(t *testing.T) {
 // tried again only after a pause that doubles, and calls meanwhile fail
 // at once saying when the next start is.
 func TestClientRestartBackoff(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	var attempts atomic.Int64

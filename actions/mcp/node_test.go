@@ -70,6 +70,7 @@ func callJSON(t *testing.T, ctx context.Context, user *agency.Agent, action stri
 // TestEverythingServer joins @modelcontextprotocol/server-everything and
 // calls its tools, one for each shape of schema it offers.
 func TestEverythingServer(t *testing.T) {
+	t.Parallel()
 	ctx, _, user := joinNode(t, nodeBin(t, "mcp-server-everything"))
 	help, err := agency.Call[map[string]agency.ActionHelp](ctx, user, "Server", "help", nil)
 	if err != nil {
@@ -129,6 +130,7 @@ func TestEverythingServer(t *testing.T) {
 // directory of its own and calls its tools: strings, arrays of strings,
 // arrays of objects, enums, booleans and optional numbers.
 func TestFilesystemServer(t *testing.T) {
+	t.Parallel()
 	dir, err := filepath.EvalSymlinks(t.TempDir())
 	if err != nil {
 		t.Fatal(err)

@@ -62,6 +62,7 @@ func TestNullResults(t *testing.T) {
 // TestNullResultsTypeScript: the official TypeScript client, which checks
 // structured content against the output schema, takes the null results.
 func TestNullResultsTypeScript(t *testing.T) {
+	t.Parallel()
 	nodeBin(t, "mcp-server-everything") // skips without Node and the packages
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()

@@ -228,6 +228,7 @@ func TestServerCalls(t *testing.T) {
 }
 
 func TestServerHugeArgument(t *testing.T) {
+	t.Parallel()
 	f := serve(t, nil, calculator(t, nil))
 	huge := strings.Repeat("z", 10<<20)
 	r := f.call(t, "Calculator.add", map[string]any{"a": 1, "b": 2, "note": huge})

@@ -183,6 +183,7 @@ func TestAutoApprove(t *testing.T) {
 // about the rule's steps, and no step runs twice. On SQLite, and on
 // PostgreSQL (pgtest's database).
 func TestAutoApproveRestart(t *testing.T) {
+	t.Parallel()
 	t.Run("SQLite", func(t *testing.T) { testAutoApproveRestart(t, nil) })
 	t.Run("PostgreSQL", func(t *testing.T) {
 		dsn := pgtest.DSN(t)

@@ -127,6 +127,7 @@ func (p *proc) count(contains string) int {
 // right after an approval and started again; every step runs once and the
 // plan completes.
 func TestScenarioDTwoProcesses(t *testing.T) {
+	t.Parallel()
 	url := amqptest.URL(t)
 	dsn := pgtest.DSN(t)
 	exchange := amqptest.Exchange(t)

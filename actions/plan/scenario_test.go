@@ -217,6 +217,7 @@ func TestScenarioD(t *testing.T) {
 // again with the same key, the wrapper answers from its record, and the
 // handler does not run again.
 func TestScenarioDCrashAfterHandler(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t, []plan.Option{plan.Lease(time.Second)}, []planhttp.Option{planhttp.WaitFor(waitTimeout)}, scenarioScript()...)
 	p := start(t, w)
 	w.must("POST", "/approve_step_or_steps", "u1", map[string]any{"step_id": p.Steps[0].ID, "plan_id": p.ID, "session_id": "s1", "approved": true}, nil)

@@ -9,6 +9,7 @@ import (
 // ls lists the agents of the exchange with their actions, as a table and
 // as JSON.
 func TestLs(t *testing.T) {
+	t.Parallel()
 	url, exchange, calc := calcSpace(t)
 
 	r := runAgency(t, url, "--exchange", exchange, "ls")
@@ -68,6 +69,7 @@ func TestHelpAgent(t *testing.T) {
 // call prints the value on stdout and exits 0, or the error's teachable
 // text on stderr and a code of its kind.
 func TestCall(t *testing.T) {
+	t.Parallel()
 	url, exchange, calc := calcSpace(t)
 	for _, tc := range []struct {
 		name     string

@@ -74,6 +74,7 @@ func serveExampleCalculator(t *testing.T) (url, exchange string) {
 // Calculator with add; call prints 3, or the invalid_args text and a
 // non-zero code.
 func TestContractCalculator(t *testing.T) {
+	t.Parallel()
 	url, exchange := serveExampleCalculator(t)
 	tl := startTail(t, url, "--exchange", exchange, "--json")
 

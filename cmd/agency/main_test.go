@@ -14,6 +14,7 @@ import (
 	"github.com/seed72275b23/agency-go/agency"
 	"github.com/seed72275b23/agency-go/amqpspace"
 	"github.com/seed72275b23/agency-go/amqpspace/amqptest"
+	"github.com/seed72275b23/agency-go/internal/testenv"
 )
 
 // exe is the agency command, built once for the tests, which run it as a
@@ -33,6 +34,9 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, "building the agency command:", err)
 		os.Exit(1)
 	}
+	// The slow tests wait on the command's processes and the broker, each
+	// test on an exchange of its own: four at a time.
+	testenv.WaitingTests(4)
 	code := m.Run()
 	_ = os.RemoveAll(dir)
 	os.Exit(code)

@@ -19,6 +19,7 @@ import (
 // team by the team's store, also for a conversation whose messages passed
 // before it started.
 func TestStudioStore(t *testing.T) {
+	t.Parallel()
 	url := amqptest.URL(t)
 	sp := amqptest.NewSpace(t, amqpspace.Config{URL: url})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

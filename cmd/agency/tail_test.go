@@ -92,6 +92,7 @@ func (tl *tailing) next(t *testing.T) string {
 // response of a call included, and the call still gets its answer: tail
 // takes no one's messages.
 func TestTailJSON(t *testing.T) {
+	t.Parallel()
 	url, exchange, calc := calcSpace(t)
 	tl := startTail(t, url, "--exchange", exchange, "--json")
 
@@ -140,6 +141,7 @@ func TestTailJSON(t *testing.T) {
 // tail without --json prints a line a person reads, and --agent and
 // --action keep what they name.
 func TestTailLines(t *testing.T) {
+	t.Parallel()
 	url, exchange, calc := calcSpace(t)
 	tl := startTail(t, url, "--exchange", exchange, "--agent", calc, "--action", "add")
 
@@ -170,6 +172,7 @@ func TestTailLines(t *testing.T) {
 // returns it), and agency call to one exits 3. It still shows the calls
 // to live agents, one that joined after it started included.
 func TestTailKeepsAbsentIDsUnroutable(t *testing.T) {
+	t.Parallel()
 	url, exchange, calc := calcSpace(t)
 	sp := amqptest.NewSpace(t, amqpspace.Config{URL: url, Exchange: exchange})
 	asker := agency.MustNewAgent(amqptest.Name("Asker"))
@@ -259,6 +262,7 @@ func seeCall(t *testing.T, tl *tailing, from, to, args, value string) {
 // broker has dropped its queue: the tail lets go of its id, and a Request
 // to it fails at once with ErrNoRecipient.
 func TestTailLetsGoOfAgentsThatLeave(t *testing.T) {
+	t.Parallel()
 	url, exchange, _ := calcSpace(t)
 	sp := amqptest.NewSpace(t, amqpspace.Config{URL: url, Exchange: exchange, QueueExpiry: time.Second})
 	asker, leaver := agency.MustNewAgent(amqptest.Name("Asker")), agency.MustNewAgent(amqptest.Name("Leaver"))
