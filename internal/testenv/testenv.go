@@ -1,6 +1,8 @@
 // Package testenv holds what the module's tests share about where they run:
-// the one switch that turns on the long tests, and the note a package
-// writes when its tests skip for want of a service (RabbitMQ, PostgreSQL).
+// the one switch that turns on the long tests, the note a package writes
+// when its tests skip for want of a service (RabbitMQ, PostgreSQL), the
+// helper programs that multi-process tests build once per test binary, and
+// how many tests that only wait run at once.
 //
 // Long tests (10,000 agents, re-subscription under load, soak, kill loops)
 // call Long first; they run only with AGENCY_LONG_TESTS=1, which .ci/run
