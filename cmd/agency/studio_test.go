@@ -18,6 +18,8 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+
+	"github.com/seed72275b23/agency-go/internal/testenv"
 )
 
 var updateScreenshot = flag.Bool("update-screenshot", false, "write the browser test's screenshots to docs/img/studio*.png")
@@ -67,7 +69,9 @@ func browser(t *testing.T) string {
 	if os.Getenv("CI") == "true" {
 		t.Fatal("no Chromium on PATH (CI=true): install the Debian package chromium")
 	}
-	t.Skip("no Chromium on PATH; install it (apt-get install chromium) to run the browser test")
+	const msg = "no Chromium on PATH; install it (apt-get install chromium) to run the browser test"
+	testenv.Note("Chromium", msg)
+	t.Skip(msg)
 	return ""
 }
 
@@ -150,9 +154,16 @@ func TestStudioBrowser(t *testing.T) {
 		chromedp.Click(add+` input.as-json`, chromedp.ByQuery),
 		chromedp.SetValue(add+` textarea[name="__raw__"]`, `{"a":"x","b":2}`, chromedp.ByQuery),
 		// A survey of the agents meanwhile (every 30 s, or when a new
-		// agent shows up) keeps what was typed.
+		// agent shows up) keeps what was typed. Its answer comes later
+		// and puts the forms back in new cards: wait for that (the old
+		// card, marked, gone) before using them again, or a node found
+		// just before may no longer be in the page.
+		chromedp.Evaluate(`document.querySelector('article[data-agent="Calculator"]').dataset.before = "refresh"`, nil),
 		chromedp.Click(`#refresh`, chromedp.ByQuery),
-		chromedp.Poll(`document.querySelector("#agents-note").textContent === ""`, nil),
+		chromedp.Poll(`(() => {
+			const a = document.querySelector('article[data-agent="Calculator"]');
+			return !!a && a.dataset.before !== "refresh" && document.querySelector("#agents-note").textContent === "";
+		})()`, nil),
 		chromedp.Click(add+` button[type="submit"]`, chromedp.ByQuery),
 		chromedp.WaitVisible(add+` .result[data-state="error"][data-error-type="invalid_args"]`, chromedp.ByQuery),
 		chromedp.Text(add+` .result`, &errText, chromedp.ByQuery),
