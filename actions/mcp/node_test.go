@@ -14,6 +14,7 @@ import (
 
 	"github.com/seed72275b23/agency-go/actions/mcp"
 	"github.com/seed72275b23/agency-go/agency"
+	"github.com/seed72275b23/agency-go/internal/testenv"
 	"github.com/seed72275b23/agency-go/space"
 )
 
@@ -31,7 +32,9 @@ func nodeBin(t *testing.T, name string) string {
 		if os.Getenv("CI") == "true" {
 			t.Fatalf("Node.js and the MCP test packages are needed (npm ci --prefix actions/mcp/testdata): %v", err)
 		}
-		t.Skip("needs Node.js and the MCP test packages: npm ci --prefix actions/mcp/testdata")
+		const msg = "needs Node.js and the MCP test packages: npm ci --prefix actions/mcp/testdata"
+		testenv.Note("MCP TypeScript packages", msg)
+		t.Skip(msg)
 	}
 	return bin
 }

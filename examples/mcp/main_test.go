@@ -24,6 +24,7 @@ import (
 	"github.com/seed72275b23/agency-go/agency"
 	"github.com/seed72275b23/agency-go/amqpspace"
 	"github.com/seed72275b23/agency-go/amqpspace/amqptest"
+	"github.com/seed72275b23/agency-go/internal/testenv"
 )
 
 // exampleFlag, first on the test binary's command line, makes it run main
@@ -54,7 +55,9 @@ func testdata(t *testing.T) string {
 		if os.Getenv("CI") == "true" {
 			t.Fatalf("Node.js and the MCP test packages are needed (npm ci --prefix actions/mcp/testdata): %v", err)
 		}
-		t.Skip("needs Node.js and the MCP test packages: npm ci --prefix actions/mcp/testdata")
+		const msg = "needs Node.js and the MCP test packages: npm ci --prefix actions/mcp/testdata"
+		testenv.Note("MCP TypeScript packages", msg)
+		t.Skip(msg)
 	}
 	return dir
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/seed72275b23/agency-go/actions/openai/openaitest"
 	"github.com/seed72275b23/agency-go/actions/plan/planhttp"
+	"github.com/seed72275b23/agency-go/internal/testenv"
 )
 
 var updateScreenshot = flag.Bool("update-screenshot", false, "write the browser test's screenshot to docs/img/plans.png")
@@ -29,7 +30,9 @@ func browser(t *testing.T) string {
 	if os.Getenv("CI") == "true" {
 		t.Fatal("no Chromium on PATH (CI=true): install the Debian package chromium")
 	}
-	t.Skip("no Chromium on PATH; install it (apt-get install chromium) to run the browser test")
+	const msg = "no Chromium on PATH; install it (apt-get install chromium) to run the browser test"
+	testenv.Note("Chromium", msg)
+	t.Skip(msg)
 	return ""
 }
 
