@@ -561,6 +561,7 @@ func TestPythonSurvivesGoTraffic(t *testing.T) {
 	t.Parallel()
 	for _, mode := range []amqpspace.Interop{"", amqpspace.InteropOperandAgency} {
 		t.Run("mode="+string(mode), func(t *testing.T) {
+			t.Parallel() // each mode on an exchange and Python agents of its own
 			ex := testExchange(t)
 			sp := newSpace(t, amqpspace.Config{Exchange: ex, Interop: mode})
 			pyID, pyOther := randomName("Py"), randomName("PyOther")
