@@ -266,15 +266,9 @@ func (p *publisher) publish(ctx context.Context, exchange, key string, mandatory
 		return fmt.Errorf("amqpspace: the message was not sent: %w", err)
 	}
 	// The publish timeout, on a timer of the pool's: a context made for
-	// each message would cost a timer and the context. A context whose
-	// own deadline comes first needs none: its Done ends the wait with
-	// the same error, sooner.
-	var timeoutC <-chan time.Time
-	if dl, ok := ctx.Deadline(); !ok || time.Until(dl) > p.timeout {
-		timeout := getTimer(p.timeout)
-		defer putTimer(timeout)
-		timeoutC = timeout.C
-	}
+	// each message would cost a timer and the context.
+	timeout := getTimer(p.timeout)
+	defer putTimer(timeout)
 	msg.AppId = p.appID
 	w := &publishing{exchange: exchange, key: key, mandatory: mandatory, msg: msg, result: make(chan error, 1)}
 	if !deadline.IsZero() {
@@ -284,11 +278,13 @@ func (p *publisher) publish(ctx context.Context, exchange, key string, mandatory
 		w.msg.Expiration = decimal(&w.ttl, expiration(time.Until(deadline)))
 	}
 	select {
-	case p.requests <- w: // the writer is waiting, as it mostly is: no four-way select
-	default:
-		if err := p.handOver(ctx, w, timeoutC); err != nil {
-			return err
-		}
+	case p.requests <- w:
+	case <-p.gone:
+		return p.lostErr()
+	case <-ctx.Done():
+		return fmt.Errorf("amqpspace: the message was not sent: %w", ctx.Err())
+	case <-timeout.C:
+		return fmt.Errorf("amqpspace: the message was not sent: %w", context.DeadlineExceeded)
 	}
 	select {
 	case err := <-w.result:
@@ -296,24 +292,9 @@ func (p *publisher) publish(ctx context.Context, exchange, key string, mandatory
 	case <-ctx.Done():
 		// The writer or the listener still settles w; no one reads it.
 		return fmt.Errorf("%w: %w", ErrUnconfirmed, ctx.Err())
-	case <-timeoutC:
+	case <-timeout.C:
 		return fmt.Errorf("%w: %w", ErrUnconfirmed, context.DeadlineExceeded)
 	}
-}
-
-// handOver hands w to the writer once it is free, unless the channel is
-// lost, ctx ends or the publish timeout passes first.
-func (p *publisher) handOver(ctx context.Context, w *publishing, timeoutC <-chan time.Time) error {
-	select {
-	case p.requests <- w:
-	case <-p.gone:
-		return p.lostErr()
-	case <-ctx.Done():
-		return fmt.Errorf("amqpspace: the message was not sent: %w", ctx.Err())
-	case <-timeoutC:
-		return fmt.Errorf("amqpspace: the message was not sent: %w", context.DeadlineExceeded)
-	}
-	return nil
 }
 
 // timers holds stopped timers for publish.
